@@ -1,0 +1,42 @@
+# The study pipeline: plan -> runs -> evaluate -> analyze -> collect -> stats -> tables, figures, report.
+# Rules stay thin: each calls one function of the `forgetting` package (src/forgetting).
+#   snakemake --profile profiles/local                  the embedded demo on this machine
+#   snakemake --profile profiles/slurm                  the paper's study on a Slurm cluster
+#   snakemake ... --config only=delayed-turn-tool_output-50   one configuration only
+#   snakemake ... --config regenerate=true              tables and figures from cached run outputs
+from snakemake.utils import min_version, validate
+
+from forgetting.workflow import load
+
+min_version("9.0")
+
+# the paper's study unless --configfile (or a profile) names another config
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+# our own check first: it names the bad key in one line and stops before any job
+PLAN = load(config, workflow.basedir, source=", ".join(map(str, workflow.configfiles)) or "config")
+validate(config, "workflow/schemas/config.schema.yaml")
+RESULTS = PLAN.results
+
+wildcard_constraints:
+    agent="trae|mini|mini-text",
+    configuration="[a-z0-9_.]+(-[a-z0-9_.]+)*",
+    batch=r"b\d{3}-[0-9a-f]{8}",
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/plan.smk"
+include: "workflow/rules/runs.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analyze.smk"
+include: "workflow/rules/collect.smk"
+include: "workflow/rules/stats.smk"
+
+
+rule all:
+    input:
+        final_targets(),
+    default_target: True

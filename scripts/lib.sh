@@ -1,0 +1,47 @@
+# Shared by scripts/demo and scripts/test: a Python environment with this package, made once.
+#   FORGETTING_VENV   where the virtual environment lives (default: .venv in the checkout)
+#   PYTHON            the interpreter to build it from (default: python3; needs 3.11 or newer)
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${FORGETTING_VENV:-$ROOT/.venv}"
+export PATH="$VENV/bin:$PATH"
+# keep mini-swe-agent and litellm offline and out of ~/.config
+export LITELLM_LOCAL_MODEL_COST_MAP=True MSWEA_SILENT_STARTUP=1 MSWEA_CONFIGURED=true
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+ensure_python_env() {
+  local py="${PYTHON:-python3}"
+  if ! command -v "$py" >/dev/null; then
+    echo "error: $py not found; install Python 3.11 or newer (Debian: apt-get install python3 python3-venv)" >&2
+    exit 2
+  fi
+  if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "error: $("$py" --version) is too old; the pipeline needs Python 3.11 or newer (set PYTHON=...)" >&2
+    exit 2
+  fi
+  if [ ! -x "$VENV/bin/python" ]; then
+    say "creating the virtual environment $VENV"
+    "$py" -m venv "$VENV" || { echo "error: python3 -m venv failed; on Debian: apt-get install python3-venv" >&2; exit 2; }
+  fi
+  # reinstall only when the dependency list changed (idempotent and fast on a second call)
+  local stamp="$VENV/.forgetting-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+  if [ ! -f "$stamp" ]; then
+    say "installing the package and its dependencies into $VENV (about a minute)"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[test]"
+    rm -f "$VENV"/.forgetting-* && touch "$stamp"
+  fi
+}
+
+ensure_git() {
+  if ! command -v git >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      say "installing git"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends git
+    else
+      echo "error: git is needed (the demo tasks are git repositories); install it and rerun" >&2
+      exit 2
+    fi
+  fi
+}

@@ -1,0 +1,3 @@
+from forgetting.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,265 @@
+"""The proxy's call log: one JSON record per line, appended as the run goes (``calls.jsonl``).
+
+Record types, in the order they are written:
+
+``header``   once, first: format version, run id, deletion configuration, seed, tokenizer,
+             chat format, upstream.
+``segment``  once per distinct prompt block (content-addressed, see
+             :func:`forgetting.chat_format.segment_key`): the message exactly as sent after
+             deletion, its token count and token ids. Written before the first call that
+             uses it, so repeated messages are stored once.
+``call``     one per model call: ``index`` (1-based among successful calls; failed calls
+             have ``ok: false`` and no index), request and response times, the prompt as a
+             list of segment keys, request parameters, ``deleted`` (the parts *newly*
+             rewritten for this call — a rewritten part stays rewritten in every later call),
+             the response (content, reasoning, tool calls, finish reason), upstream usage
+             (with ``prompt_tokens_details.cached_tokens`` when reported), status, error.
+
+A line is flushed as soon as it is written, so a killed proxy loses at most the call in
+flight; a torn last line is detected on read and reported, never silently used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from forgetting import chat_format
+from forgetting.errors import RunOutputError
+
+FORMAT = "forgetting-calllog/1"
+FILENAME = "calls.jsonl"
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+class CallLogWriter:
+    """Appends records to a run's call log; thread-safe; one writer per file."""
+
+    def __init__(self, path: str | os.PathLike[str], header: Mapping[str, Any], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self._seen: set[str] = set()
+        self._n_calls = 0
+        exists = self.path.exists() and self.path.stat().st_size > 0
+        if exists:  # resume appending to a log (a proxy restarted within one run)
+            log = read_call_log(self.path, allow_torn=True)
+            self._seen = set(log.segments)
+            self._n_calls = len(log.calls)
+            if log.torn:
+                _truncate_torn_tail(self.path)
+        self._fh: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        if not exists:
+            self._write({"type": "header", "format": FORMAT, "created": time.time(), **header})
+
+    def _write(self, record: Mapping[str, Any]) -> None:
+        self._fh.write(_dumps(record) + "\n")
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def append_call(
+        self,
+        *,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: Mapping[str, Any],
+        deleted: Sequence[Mapping[str, Any]],
+        response: Mapping[str, Any] | None,
+        usage: Mapping[str, Any] | None,
+        t_request: float,
+        t_response: float,
+        status: int = 200,
+        error: str | None = None,
+        attempts: int = 1,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int | None:
+        """Log one call (its prompt's new segments first); return its index (None if failed)."""
+        segments = chat_format.prompt_segments(messages, tools)
+        ok = status == 200 and error is None
+        with self._lock:
+            for seg in segments:
+                if seg.key not in self._seen:
+                    msg = (
+                        messages[seg.message_index]
+                        if seg.message_index is not None
+                        else {"role": "system", "content": chat_format.DEFAULT_SYSTEM_WITH_TOOLS, "implicit": True}
+                    )
+                    self._write(
+                        {
+                            "type": "segment",
+                            "key": seg.key,
+                            "message": dict(msg),
+                            "n_tokens": len(seg.ids),
+                            "token_ids": seg.ids,
+                        }
+                    )
+                    self._seen.add(seg.key)
+            index = None
+            if ok:
+                self._n_calls += 1
+                index = self._n_calls
+            record: dict[str, Any] = {
+                "type": "call",
+                "index": index,
+                "ok": ok,
+                "t_request": t_request,
+                "t_response": t_response,
+                "latency_ms": round((t_response - t_request) * 1000.0, 3),
+                "segments": [s.key for s in segments],
+                "tools": chat_format.tools_id(tools),
+                "params": dict(params),
+                "deleted": [dict(d) for d in deleted],
+                "response": dict(response) if response is not None else None,
+                "usage": dict(usage) if usage is not None else None,
+                "status": status,
+                "error": error,
+                "attempts": attempts,
+            }
+            if extra:
+                record["extra"] = dict(extra)
+            self._write(record)
+            return index
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> CallLogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _truncate_torn_tail(path: Path) -> None:
+    data = path.read_bytes()
+    cut = data.rfind(b"\n") + 1
+    with open(path, "r+b") as fh:
+        fh.truncate(cut)
+
+
+@dataclass
+class SegmentRecord:
+    key: str
+    message: dict[str, Any]
+    token_ids: list[int]
+
+
+@dataclass
+class CallRecord:
+    index: int
+    t_request: float
+    t_response: float
+    segments: list[str]
+    params: dict[str, Any]
+    deleted: list[dict[str, Any]]
+    response: dict[str, Any]
+    usage: dict[str, Any] | None
+    attempts: int = 1
+
+
+@dataclass
+class CallLog:
+    path: Path
+    header: dict[str, Any]
+    segments: dict[str, SegmentRecord]
+    calls: list[CallRecord]
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    torn: bool = False
+
+    def prompt_ids(self, call: CallRecord) -> list[int]:
+        """The exact prompt token ids of a call (generation prompt included)."""
+        ids: list[int] = []
+        for key in call.segments:
+            ids += self.segments[key].token_ids
+        return ids + chat_format.generation_prompt_ids()
+
+    def messages(self, call: CallRecord) -> list[dict[str, Any]]:
+        """The messages of a call as sent (the implicit tools system block left out)."""
+        return [self.segments[k].message for k in call.segments if not self.segments[k].message.get("implicit")]
+
+    def output_tokens(self, call: CallRecord) -> int:
+        """Output tokens: from upstream usage when reported, else tokenized."""
+        usage = call.usage or {}
+        if isinstance(usage.get("completion_tokens"), int):
+            return int(usage["completion_tokens"])
+        msg = {"role": "assistant", **(call.response or {})}
+        return len(chat_format.completion_token_ids(msg))
+
+
+def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = True) -> CallLog:
+    """Load a call log. A torn *last* line (a proxy killed mid-write) is dropped and flagged
+    (``torn``), or an error if ``allow_torn`` is false; any other bad line is an error."""
+    p = Path(path)
+    if not p.is_file():
+        raise RunOutputError(f"{p}: call log not found")
+    raw = p.read_bytes()
+    lines = raw.split(b"\n")
+    complete_end = raw.endswith(b"\n")
+    if complete_end:
+        lines = lines[:-1]
+    header: dict[str, Any] | None = None
+    segments: dict[str, SegmentRecord] = {}
+    calls: list[CallRecord] = []
+    failed: list[dict[str, Any]] = []
+    torn = False
+    for n, line in enumerate(lines, start=1):
+        last = n == len(lines)
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise ValueError("not an object")
+        except ValueError:
+            if last and not complete_end:
+                if not allow_torn:
+                    raise RunOutputError(f"{p}: line {n} is torn (the proxy was killed mid-write)") from None
+                torn = True
+                break
+            raise RunOutputError(f"{p}: line {n} is not a JSON record; the call log is corrupt") from None
+        if last and not complete_end:
+            # parsed, but the newline is missing: the writer was interrupted after the record
+            torn = True
+        kind = rec.get("type")
+        if kind == "header":
+            if rec.get("format") != FORMAT:
+                raise RunOutputError(f"{p}: unknown call-log format {rec.get('format')!r} (expected {FORMAT})")
+            header = rec
+        elif kind == "segment":
+            segments[rec["key"]] = SegmentRecord(rec["key"], rec["message"], rec["token_ids"])
+        elif kind == "call":
+            if not rec.get("ok", True):
+                failed.append(rec)
+                continue
+            missing = [k for k in rec["segments"] if k not in segments]
+            if missing:
+                raise RunOutputError(f"{p}: line {n}: call refers to unknown segment {missing[0]}")
+            calls.append(
+                CallRecord(
+                    index=int(rec["index"]),
+                    t_request=float(rec["t_request"]),
+                    t_response=float(rec["t_response"]),
+                    segments=list(rec["segments"]),
+                    params=rec.get("params") or {},
+                    deleted=rec.get("deleted") or [],
+                    response=rec.get("response") or {},
+                    usage=rec.get("usage"),
+                    attempts=int(rec.get("attempts", 1)),
+                )
+            )
+        else:
+            raise RunOutputError(f"{p}: line {n}: unknown record type {kind!r}")
+    if header is None:
+        raise RunOutputError(f"{p}: no header record; not a call log")
+    return CallLog(p, header, segments, calls, failed, torn)

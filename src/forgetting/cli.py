@@ -1,0 +1,51 @@
+"""The ``forgetting`` command line: one subcommand per stage of the pipeline.
+
+Each subcommand lives in :mod:`forgetting.commands` as a module with ``add_parser(sub)``
+and ``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
+A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from forgetting import __version__
+from forgetting.errors import UserError
+
+#: subcommand modules under forgetting.commands, in the order --help lists them
+COMMANDS: tuple[str, ...] = ("plan", "tasks")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="forgetting",
+        description="Trajectory deletion in software-engineering LLM agents: plan, run, evaluate, analyse.",
+    )
+    parser.add_argument("--version", action="version", version=f"forgetting {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"forgetting.commands.{name.replace('-', '_')}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``forgetting`` command line (see :mod:`forgetting.cli`)."""

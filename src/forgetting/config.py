@@ -1,0 +1,295 @@
+"""Loading and checking a study config (``config/*.yaml``).
+
+The JSON schema in ``workflow/schemas/config.schema.yaml`` is the single description of the
+keys; the Snakefile validates the same file with ``snakemake.utils.validate``. On top of the
+schema this module checks what a schema cannot (names in the grid, files that must exist,
+duplicate or unknown task ids) and turns every problem into one line naming the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from forgetting.errors import ConfigError
+from forgetting.grid import (
+    AMOUNTS,
+    BASELINE,
+    GRANULARITIES,
+    PAPER_CONFIGURATIONS,
+    SCOPES,
+    TIMINGS,
+    Deletion,
+    filter_configurations,
+    paper_configuration,
+)
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+#: the repository root when running from a checkout (schema, resources and configs live there)
+PROJECT_ROOT = PACKAGE_DIR.parent.parent
+SCHEMA_PATH = PROJECT_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+
+
+@functools.cache
+def load_schema() -> dict[str, Any]:
+    with open(SCHEMA_PATH, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _key_path(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _schema_error_line(error: jsonschema.ValidationError) -> str:
+    key = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties":
+        allowed = sorted((error.schema.get("properties") or {}).keys())
+        return f"{key}: {error.message}; allowed keys: {', '.join(allowed)}"
+    if error.validator == "enum":
+        return f"{key}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "oneOf":
+        kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
+        return f"{key}: {error.instance!r} has the wrong form; expected one of {kinds}"
+    return f"{key}: {error.message}"
+
+
+def fill_defaults(config: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Fill the schema's ``default`` values into ``config`` (recursively, objects only)."""
+    props = schema.get("properties") or {}
+    for key, sub in props.items():
+        if key not in config and "default" in sub:
+            config[key] = copy.deepcopy(sub["default"])
+        if isinstance(config.get(key), dict) and sub.get("type") == "object":
+            fill_defaults(config[key], sub)
+    return config
+
+
+def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """Validate against the JSON schema; return a copy with defaults filled in."""
+    schema = load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+    if errors:
+        raise ConfigError(f"{source}: {_schema_error_line(errors[0])}")
+    return fill_defaults(copy.deepcopy(dict(config)), schema)
+
+
+@dataclass(frozen=True)
+class Study:
+    """A checked study config: what to run and how to analyse it."""
+
+    source: str
+    root: Path
+    raw: Mapping[str, Any]
+    name: str
+    seed: int
+    agents: tuple[str, ...]
+    tasks: tuple[str, ...]
+    configurations: tuple[Deletion, ...]
+    baseline_repeats: int
+    deletion_repeats: int
+    results_dir: Path
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, key: str) -> Mapping[str, Any]:
+        """A config section with its defaults filled in (``model``, ``analysis``, …)."""
+        return self.raw.get(key) or {}
+
+    def path(self, value: str | os.PathLike[str]) -> Path:
+        """Resolve a path from the config against the project root."""
+        p = Path(value)
+        return p if p.is_absolute() else self.root / p
+
+    @property
+    def deletion_configurations(self) -> tuple[Deletion, ...]:
+        return tuple(d for d in self.configurations if not d.is_baseline)
+
+    def configuration(self, name: str) -> Deletion:
+        for d in self.configurations:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+def _as_list(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def parse_configuration_name(name: str, key: str) -> Deletion:
+    """Resolve one of the paper's configuration names, or fail naming what is wrong."""
+    try:
+        return paper_configuration(name)
+    except KeyError:
+        pass
+    parts = name.split("-")
+    if len(parts) != 4:
+        raise ConfigError(
+            f"{key}: {name!r} is not a configuration name; expected "
+            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, or 'baseline'"
+        )
+    timing, granularity, scope, amount_s = parts
+    if timing not in TIMINGS:
+        raise ConfigError(f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)}")
+    if granularity not in GRANULARITIES:
+        raise ConfigError(
+            f"{key}: unknown granularity {granularity!r} in {name!r}; allowed values: {', '.join(GRANULARITIES)}"
+        )
+    if scope not in SCOPES:
+        raise ConfigError(f"{key}: unknown scope {scope!r} in {name!r}; allowed values: {', '.join(SCOPES)}")
+    try:
+        amount = float(amount_s)
+    except ValueError:
+        raise ConfigError(f"{key}: amount {amount_s!r} in {name!r} is not a number; allowed: (0, 100]") from None
+    if not 0 < amount <= 100:
+        raise ConfigError(f"{key}: amount {amount_s} in {name!r} is outside (0, 100]")
+    if granularity == "token" and amount == 100:
+        raise ConfigError(
+            f"{key}: {name!r}: token granularity at 100 % equals turn-level 100 % and is not run; "
+            f"use {timing}-turn-{scope}-100"
+        )
+    allowed = ", ".join(str(a) for a in AMOUNTS[granularity])
+    raise ConfigError(
+        f"{key}: {name!r} is not in the paper's grid ({granularity} amounts: {allowed}); "
+        "define other amounts under configurations.policies"
+    )
+
+
+def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
+    section = cfg.get("configurations") or {}
+    names = section.get("names", "all")
+    if names == "all":
+        chosen = list(PAPER_CONFIGURATIONS)
+    elif names == "none":
+        chosen = []
+    else:
+        chosen = []
+        for i, name in enumerate(names):
+            if name == BASELINE:
+                continue  # the baseline is always part of a study
+            chosen.append(parse_configuration_name(name, f"configurations.names[{i}]"))
+    filt = section.get("filter")
+    if filt:
+        amounts = filt.get("amount")
+        if filt.get("granularity") == ["token"] and amounts and all(float(a) == 100 for a in amounts):
+            raise ConfigError(
+                "configurations.filter: token granularity at 100 % equals turn-level 100 % and is not run"
+            )
+        chosen = filter_configurations(
+            chosen,
+            scope=filt.get("scope"),
+            granularity=filt.get("granularity"),
+            amount=amounts,
+            timing=filt.get("timing"),
+        )
+    if section.get("policies"):
+        from forgetting.policies import build_policies  # late: policies import the grid
+
+        chosen.extend(build_policies(section["policies"], key="configurations.policies"))
+    seen: set[str] = set()
+    for d in chosen:
+        if d.name in seen:
+            raise ConfigError(f"configurations: {d.name!r} is listed twice")
+        seen.add(d.name)
+    return chosen
+
+
+def find_root(config_path: Path) -> Path:
+    """The project root a config's relative paths are resolved against."""
+    for parent in [config_path.resolve().parent, *config_path.resolve().parents]:
+        if (parent / "Snakefile").exists() or (parent / "pyproject.toml").exists():
+            return parent
+    return Path.cwd()
+
+
+def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: config file not found")
+    try:
+        with open(p, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{p}:{where} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: a config must be a mapping of keys to values")
+    return data
+
+
+def load_study(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> Study:
+    """Read, validate and resolve a config file (``overrides`` as from ``--config``)."""
+    p = Path(path)
+    data = read_yaml(p)
+    if overrides:
+        data = {**data, **overrides}
+    return study_from_mapping(data, source=str(path), root=find_root(p))
+
+
+def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> Study:
+    """Build a :class:`Study` from an already-parsed config (the Snakefile's ``config``)."""
+    from forgetting.tasks import load_task_ids  # late: tasks import this module
+
+    cfg = validate_schema(data, source)
+    configurations = _select_configurations(cfg)
+    only = _as_list(cfg.get("only"))
+    if only:
+        known = {d.name for d in configurations} | {BASELINE}
+        for name in only:
+            if name not in known:
+                raise ConfigError(
+                    f"{source}: only: {name!r} is not a configuration of this study; "
+                    f"choose from: baseline, {', '.join(sorted(known - {BASELINE}))}"
+                )
+        configurations = [d for d in configurations if d.name in only]
+    include_baseline = not only or BASELINE in only
+    if include_baseline:
+        configurations = [paper_configuration(BASELINE), *configurations]
+    if not configurations:
+        raise ConfigError(f"{source}: configurations: the selection is empty")
+
+    agents = list(cfg["agents"])
+    only_agents = _as_list(cfg.get("only_agents"))
+    if only_agents:
+        for a in only_agents:
+            if a not in agents:
+                raise ConfigError(f"{source}: only_agents: {a!r} is not an agent of this study ({', '.join(agents)})")
+        agents = [a for a in agents if a in only_agents]
+
+    root = Path(root)
+    tasks = load_task_ids(cfg, root=root, source=source)
+    only_tasks = _as_list(cfg.get("only_tasks"))
+    if only_tasks:
+        for t in only_tasks:
+            if t not in tasks:
+                raise ConfigError(f"{source}: only_tasks: {t!r} is not a task of this study")
+        tasks = [t for t in tasks if t in only_tasks]
+
+    repeats = cfg.get("repeats") or {}
+    study_section = cfg["study"]
+    return Study(
+        source=source,
+        root=root,
+        raw=cfg,
+        name=study_section["name"],
+        seed=int(study_section["seed"]),
+        agents=tuple(agents),
+        tasks=tuple(tasks),
+        configurations=tuple(configurations),
+        baseline_repeats=int(repeats.get("baseline", 5)),
+        deletion_repeats=int(repeats.get("deletion", 1)),
+        results_dir=(root / study_section.get("results_dir", "results")),
+    )

@@ -1,0 +1,76 @@
+"""Glue between the Snakefile and the package: the study, its batches and their paths.
+
+The Snakefile calls :func:`load` once; rules then name their outputs with the helpers
+below, so the DAG is built from the same plan code as ``forgetting plan``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forgetting.config import Study, study_from_mapping
+from forgetting.errors import UserError
+from forgetting.layout import Layout
+from forgetting.plan import Batch, plan_batches, plan_runs
+
+
+@dataclass(frozen=True)
+class WorkflowPlan:
+    study: Study
+    layout: Layout
+    batches: tuple[Batch, ...]
+    by_key: Mapping[str, Batch]
+
+    @property
+    def results(self) -> str:
+        return str(self.layout.results)
+
+    @property
+    def is_subset(self) -> bool:
+        """True when --config only/only_agents/only_tasks narrowed the study."""
+        raw = self.study.raw
+        return any(raw.get(k) for k in ("only", "only_agents", "only_tasks"))
+
+    @property
+    def regenerate(self) -> bool:
+        return bool(self.study.raw.get("regenerate"))
+
+    def batch(self, agent: str, configuration: str, name: str) -> Batch:
+        return self.by_key[f"{agent}/{configuration}/{name}"]
+
+    def batch_files(self, pattern: str) -> list[str]:
+        """``pattern`` (with {agent}, {configuration}, {batch}) for every batch."""
+        return [
+            pattern.format(agent=b.agent, configuration=b.configuration, batch=b.name) for b in self.batches
+        ]
+
+
+def load(config: Mapping[str, Any], root: str | Path = ".", source: str = "config") -> WorkflowPlan:
+    """The study of a Snakemake ``config``; a bad config exits with one line, status 2."""
+    try:
+        study = study_from_mapping(config, source=source, root=Path(root).resolve())
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    runs = plan_runs(study)
+    batches = tuple(plan_batches(study, runs))
+    rel = Path(study.raw["study"].get("results_dir", "results"))
+    return WorkflowPlan(study, Layout(rel), batches, {b.key: b for b in batches})
+
+
+def study_of(smk: Any) -> Study:
+    """The study inside a ``script:`` job (``smk`` is the ``snakemake`` object)."""
+    return study_from_mapping(smk.config, source="config", root=Path.cwd())
+
+
+def batch_of(study: Study, wildcards: Any) -> Batch:
+    """The batch a job's wildcards name (KeyError if the plan has no such batch)."""
+    key = f"{wildcards.agent}/{wildcards.configuration}/{wildcards.batch}"
+    for b in plan_batches(study):
+        if b.key == key:
+            return b
+    raise KeyError(f"batch {key} is not part of this study's plan")

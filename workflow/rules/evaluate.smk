@@ -1,0 +1,16 @@
+# SWE-bench evaluation of every run of a batch (docker, apptainer or local backend).
+
+
+rule evaluate_batch:
+    input:
+        manifest=f"{BATCH_DIR}/runs.json",
+    output:
+        manifest=f"{BATCH_DIR}/eval.json",
+    log:
+        f"{RESULTS}/logs/evaluate/{{agent}}/{{configuration}}/{{batch}}.log",
+    group:
+        "post"
+    conda:
+        "../../envs/evaluation.yaml"
+    script:
+        "../scripts/evaluate_batch.py"

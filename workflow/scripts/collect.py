@@ -1,0 +1,4 @@
+from forgetting.collect import collect
+from forgetting.workflow import study_of
+
+collect(study_of(snakemake), outputs=list(snakemake.output), log=snakemake.log[0])  # noqa: F821

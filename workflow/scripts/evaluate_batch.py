@@ -1,0 +1,5 @@
+from forgetting.evaluation import evaluate_batch
+from forgetting.workflow import batch_of, study_of
+
+study = study_of(snakemake)  # noqa: F821
+evaluate_batch(study, batch_of(study, snakemake.wildcards), manifest=snakemake.output.manifest, log=snakemake.log[0])  # noqa: F821
