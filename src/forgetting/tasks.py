@@ -70,7 +70,8 @@ def load_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> list[st
     if unknown:
         more = f" (and {len(unknown) - 3} more)" if len(unknown) > 3 else ""
         raise ConfigError(
-            f"{source}: {key}: unknown task id(s) {', '.join(unknown[:3])}{more}, not in the {cfg['dataset']['kind']} dataset"
+            f"{source}: {key}: unknown task id(s) {', '.join(unknown[:3])}{more}, "
+            f"not in the {cfg['dataset']['kind']} dataset"
         )
     return ids
 

@@ -1,0 +1,198 @@
+"""Model servers a batch of runs talks to: vLLM on a GPU node, or the scripted stand-in.
+
+A batch job starts one server, waits until it answers, runs its share of runs against it
+(each through its own deletion proxy), then shuts it down — on success and on failure —
+and keeps the server's log next to the batch. One server per batch, not per run: a vLLM
+start costs minutes of GPU time (docs/cluster.md has the arithmetic).
+
+``vllm``: ``vllm serve MODEL`` with the study's context length, automatic prefix caching and
+``--enable-prompt-tokens-details`` (so responses report cached prompt tokens), optionally
+inside an Apptainer image (``apptainer exec --nv IMAGE vllm serve …``).
+``scripted``: ``python -m forgetting scripted-model`` — a deterministic stand-in for the LLM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from forgetting.errors import UserError
+
+
+class ModelServerError(UserError):
+    """The model server did not come up (or died); the message names its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def vllm_command(model: Mapping[str, Any], *, host: str, port: int) -> list[str]:
+    """The ``vllm serve`` command line for the study's model section.
+
+    ``model.vllm`` keys: ``executable`` (default ``vllm``), ``apptainer_image`` (run inside it
+    with ``apptainer exec --nv``), ``gpu_memory_utilization``, ``tensor_parallel_size``,
+    ``max_num_seqs``, ``extra_args`` (list), ``tool_call_parser`` (default ``qwen3_coder``).
+    """
+    v = dict(model.get("vllm") or {})
+    cmd: list[str] = []
+    image = v.get("apptainer_image")
+    if image:
+        cmd += [str(v.get("apptainer", "apptainer")), "exec", "--nv", "--cleanenv", str(image)]
+    cmd += [str(v.get("executable", "vllm")), "serve", str(model["name"])]
+    cmd += ["--host", host, "--port", str(port)]
+    cmd += ["--served-model-name", str(model.get("served_name") or model["name"])]
+    cmd += ["--max-model-len", str(model.get("context_window", 262144))]
+    cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
+    cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v.get("tool_call_parser", "qwen3_coder"))]
+    cmd += ["--gpu-memory-utilization", str(v.get("gpu_memory_utilization", 0.9))]
+    if v.get("tensor_parallel_size"):
+        cmd += ["--tensor-parallel-size", str(v["tensor_parallel_size"])]
+    if v.get("max_num_seqs"):
+        cmd += ["--max-num-seqs", str(v["max_num_seqs"])]
+    if v.get("seed") is not None:
+        cmd += ["--seed", str(v["seed"])]
+    cmd += [str(a) for a in v.get("extra_args") or []]
+    return cmd
+
+
+def scripted_command(model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+    """The scripted stand-in model's server command line."""
+    s = dict(model.get("scripted") or {})
+    cmd = [sys.executable, "-m", "forgetting", "scripted-model", "--host", host, "--port", str(port)]
+    cmd += ["--seed", str(s.get("seed", seed))]
+    if s.get("tasks"):
+        cmd += ["--tasks", str(s["tasks"])]
+    return cmd
+
+
+def wait_healthy(
+    url: str,
+    *,
+    timeout_s: float,
+    process: subprocess.Popen[bytes] | None = None,
+    interval_s: float = 0.5,
+    log_path: Path | None = None,
+) -> float:
+    """Poll ``url`` (GET) until it answers 200; return the seconds it took.
+
+    Fails early when ``process`` exits, and after ``timeout_s`` — naming the log to read.
+    """
+    start = time.monotonic()
+    where = f"; see {log_path}" if log_path else ""
+    while True:
+        if process is not None and process.poll() is not None:
+            raise ModelServerError(f"model server exited with status {process.returncode} before it was ready{where}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                if resp.status == 200:
+                    return time.monotonic() - start
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        if time.monotonic() - start > timeout_s:
+            raise ModelServerError(f"model server at {url} not healthy after {timeout_s:.0f} s{where}")
+        time.sleep(interval_s)
+
+
+def stop_process(process: subprocess.Popen[bytes], *, grace_s: float = 30.0) -> int | None:
+    """SIGTERM the server's process group, then SIGKILL after ``grace_s``; return its status."""
+    if process.poll() is not None:
+        return process.returncode
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        return process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        return process.wait(timeout=10)
+
+
+@dataclass
+class ModelServer:
+    """A running model server process (its own process group) and where it listens."""
+
+    command: list[str]
+    base_url: str  # e.g. http://127.0.0.1:8000/v1
+    health_url: str
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    startup_s: float | None = None
+    _log: TextIO | None = field(default=None, repr=False)
+
+    def start(self, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ModelServer:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 (closed in stop)
+        self._log.write(f"$ {shlex.join(self.command)}\n")
+        self._log.flush()
+        self.process = subprocess.Popen(
+            self.command,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            start_new_session=True,  # its own process group: stop() takes its children too
+        )
+        try:
+            self.startup_s = wait_healthy(
+                self.health_url, timeout_s=timeout_s, process=self.process, log_path=self.log_path
+            )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+        if self._log is not None and not self._log.closed:
+            self._log.close()
+
+    def __enter__(self) -> ModelServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def server_for(
+    model: Mapping[str, Any], *, log_path: Path, seed: int = 0, host: str = "127.0.0.1", port: int | None = None
+) -> ModelServer:
+    """The (not yet started) server for the study's ``model`` section."""
+    port = port or free_port(host)
+    backend = model["backend"]
+    if backend == "vllm":
+        command: Sequence[str] = vllm_command(model, host=host, port=port)
+    elif backend == "scripted":
+        command = scripted_command(model, host=host, port=port, seed=seed)
+    else:
+        raise ModelServerError(f"model.backend: unknown backend {backend!r}; allowed values: vllm, scripted")
+    base = f"http://{host}:{port}"
+    return ModelServer(list(command), f"{base}/v1", f"{base}/health", log_path)
+
+
+@contextlib.contextmanager
+def serving(
+    model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None
+) -> Iterator[ModelServer]:
+    """Start the model server, yield it while healthy, always shut it down."""
+    startup = timeout_s or float((model.get(model["backend"]) or {}).get("startup_timeout_s", 1800))
+    server = server_for(model, log_path=log_path, seed=seed)
+    server.start(timeout_s=startup)
+    try:
+        yield server
+    finally:
+        server.stop()

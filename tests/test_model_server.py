@@ -1,0 +1,99 @@
+"""The model-server lifecycle of a batch job, up to the process boundary: vLLM's command line,
+the health-check loop against a fake server (a test double: there is no GPU here), and
+shutdown and cleanup on success and on failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from forgetting.model_server import ModelServerError, server_for, serving, vllm_command
+
+FAKE = str(Path(__file__).parent / "fakes" / "fake_vllm.py")
+MODEL = {
+    "backend": "vllm",
+    "name": "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+    "served_name": "qwen3-coder",
+    "context_window": 262144,
+    "vllm": {"executable": FAKE, "startup_timeout_s": 20},
+}
+
+
+def fake_model(**vllm):
+    return {**MODEL, "vllm": {**MODEL["vllm"], **vllm}}
+
+
+def test_vllm_command_line_has_the_study_settings():
+    cmd = vllm_command(MODEL | {"vllm": {}}, host="127.0.0.1", port=8123)
+    assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen3-Coder-30B-A3B-Instruct"]
+    joined = " ".join(cmd)
+    assert "--max-model-len 262144" in joined
+    assert "--enable-prefix-caching" in cmd and "--enable-prompt-tokens-details" in cmd
+    assert "--served-model-name qwen3-coder" in joined
+    assert "--tool-call-parser qwen3_coder" in joined and "--enable-auto-tool-choice" in cmd
+    assert "--host 127.0.0.1 --port 8123" in joined
+
+
+def test_vllm_inside_apptainer():
+    cmd = vllm_command(MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif", "extra_args": ["--dtype", "bfloat16"]}},
+                       host="0.0.0.0", port=9000)
+    assert cmd[:6] == ["apptainer", "exec", "--nv", "--cleanenv", "/img/vllm.sif", "vllm"]
+    assert cmd[-2:] == ["--dtype", "bfloat16"]
+
+
+def test_health_loop_waits_for_a_slow_server_and_shutdown_stops_it(tmp_path, monkeypatch):
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("FAKE_VLLM_DELAY", "1.0")
+    monkeypatch.setenv("FAKE_VLLM_ARGV", str(argv_file))
+    monkeypatch.setenv("FAKE_VLLM_CHILD", "1")
+    monkeypatch.setenv("FAKE_VLLM_CHILD_PID", str(tmp_path / "child.pid"))
+    server = server_for(fake_model(), log_path=tmp_path / "server.log")
+    server.command = [sys.executable, *server.command]
+    server.start(timeout_s=20)
+    try:
+        assert server.startup_s is not None and server.startup_s >= 0.9
+        assert "--enable-prompt-tokens-details" in json.loads(argv_file.read_text())
+    finally:
+        server.stop()
+    assert server.process is not None and server.process.poll() is not None
+    child = int((tmp_path / "child.pid").read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    assert "fake vllm listening" in (tmp_path / "server.log").read_text()
+
+
+def test_a_server_that_dies_at_startup_fails_fast_naming_its_log(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_EXIT", "3")
+    server = server_for(fake_model(), log_path=tmp_path / "server.log")
+    server.command = [sys.executable, *server.command]
+    t0 = time.monotonic()
+    with pytest.raises(ModelServerError, match=r"exited with status 3.*server\.log"):
+        server.start(timeout_s=60)
+    assert time.monotonic() - t0 < 15
+    assert "out of memory" in (tmp_path / "server.log").read_text()
+
+
+def test_a_server_that_never_gets_healthy_times_out_and_is_killed(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_DELAY", "30")
+    server = server_for(fake_model(), log_path=tmp_path / "server.log")
+    server.command = [sys.executable, *server.command]
+    with pytest.raises(ModelServerError, match="not healthy after 2 s"):
+        server.start(timeout_s=2)
+    assert server.process is not None and server.process.poll() is not None
+
+
+def test_serving_shuts_down_when_the_batch_fails(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    wrapper = tmp_path / "vllm-wrapper"
+    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
+    wrapper.chmod(0o755)
+    model = fake_model(executable=str(wrapper))
+    with pytest.raises(RuntimeError, match="a run crashed"), serving(model, log_path=tmp_path / "s.log") as srv:
+        proc = srv.process
+        raise RuntimeError("a run crashed")
+    assert proc is not None and proc.poll() is not None
