@@ -10,6 +10,7 @@
           trajectory.json the agent's own trajectory
           patch.diff      the submitted patch (may be empty)
           eval.json       the evaluation report
+          eval/           the evaluation's files: patch, scripts, test log (test_output.txt)
       batches/{agent}/{configuration}/{batch}/   per-batch manifests and analysis tables
       datasets/{runs,calls,tool_calls,run_costs,timings}.parquet
       stats/  tables/  figures/  report/
@@ -25,6 +26,7 @@ CALLS = "calls.jsonl"
 TRAJECTORY = "trajectory.json"
 PATCH = "patch.diff"
 EVAL_JSON = "eval.json"
+EVAL_DIR = "eval"
 AGENT_LOG = "agent.log"
 
 

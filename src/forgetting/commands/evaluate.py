@@ -1,0 +1,102 @@
+"""``forgetting evaluate``: evaluate one run directory, or a patch file on an instance.
+
+    forgetting evaluate results/runs/mini/baseline/django__django-11099/1 --config config/config.yaml
+    forgetting evaluate --patch fix.diff --instance demo__textkit-3 --config config/demo.yaml
+
+Writes ``eval.json`` (and the ``eval/`` directory with the test log) into the run directory,
+or for a patch file into ``--out`` (default: the patch file's directory), and prints the status.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        help="evaluate a run's patch (SWE-bench grading)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "run_dir", nargs="?", help="a run directory (results/runs/AGENT/CONFIGURATION/TASK/REPEAT)"
+    )
+    p.add_argument(
+        "--config", default="config/config.yaml", help="study config (default: config/config.yaml)"
+    )
+    p.add_argument("--patch", help="evaluate this patch file instead of a run directory")
+    p.add_argument("--instance", help="the instance id the patch is for (with --patch)")
+    p.add_argument("--out", help="with --patch: where eval.json goes (default: the patch file's directory)")
+    p.add_argument("--backend", choices=("docker", "apptainer", "local"), help="override evaluation.backend")
+    p.add_argument("--timeout", type=int, help="override evaluation.timeout_s (seconds)")
+    p.set_defaults(func=run)
+
+
+def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
+    """(label, instance id, patch file, output directory) of the evaluation asked for."""
+    from forgetting.errors import UserError
+    from forgetting.layout import PATCH, RUN_JSON
+    from forgetting.plan import parse_run_id
+
+    if args.patch or args.instance:
+        if args.run_dir:
+            raise UserError("evaluate: give a run directory or --patch/--instance, not both")
+        if not (args.patch and args.instance):
+            raise UserError("evaluate: --patch and --instance go together")
+        patch = Path(args.patch)
+        if not patch.is_file():
+            raise UserError(f"{patch}: patch file not found")
+        out = Path(args.out) if args.out else patch.resolve().parent
+        return args.instance, args.instance, patch, out
+    if not args.run_dir:
+        raise UserError("evaluate: give a run directory, or --patch FILE --instance ID")
+    run_dir = Path(args.run_dir)
+    try:
+        run_id = "/".join(run_dir.resolve().parts[-4:])
+        _, _, task, _ = parse_run_id(run_id)
+    except ValueError:
+        raise UserError(
+            f"{run_dir}: not a run directory (expected …/runs/AGENT/CONFIGURATION/TASK/REPEAT)"
+        ) from None
+    if not (run_dir / RUN_JSON).is_file():
+        raise UserError(f"{run_dir}: no {RUN_JSON}; the run has not finished")
+    return run_id, task, run_dir / PATCH, run_dir
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgetting.config import load_study
+    from forgetting.evaluation.backends import make_backend
+    from forgetting.evaluation.evaluate import evaluate_patch
+    from forgetting.evaluation.instances import load_instances
+    from forgetting.evaluation.settings import EvalSettings
+    from forgetting.layout import EVAL_JSON
+
+    label, instance_id, patch_file, out = _target(args)
+    study = load_study(args.config)
+    settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
+    backend = make_backend(settings, study)
+    instance = load_instances(study, [instance_id])[instance_id]
+    patch = patch_file.read_bytes().decode("utf-8", errors="replace") if patch_file.is_file() else ""
+    if patch.strip():
+        backend.check({instance_id: instance})
+    report = evaluate_patch(
+        instance,
+        patch,
+        backend,
+        out_dir=out,
+        timeout_s=settings.timeout_s,
+        run_id=label if args.run_dir else None,
+    )
+    counts = ", ".join(
+        f"{kind} {len(report.tests[kind]['success'])}/"
+        f"{len(report.tests[kind]['success']) + len(report.tests[kind]['failure'])}"
+        for kind in ("FAIL_TO_PASS", "PASS_TO_PASS")
+    )
+    print(f"{label}: {report.status} ({counts}) -> {out / EVAL_JSON}")
+    for line in (report.error, report.note):
+        if line:
+            print(f"  {line}")
+    return 0

@@ -1,0 +1,117 @@
+"""The workflow's entry: evaluate every finished run of a batch that needs it."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from forgetting.atomic import write_json
+from forgetting.config import Study
+from forgetting.evaluation.backends import make_backend
+from forgetting.evaluation.evaluate import evaluate_patch, read_patch
+from forgetting.evaluation.instances import load_instances
+from forgetting.evaluation.report import EvalReport, is_current, read_report
+from forgetting.evaluation.settings import EvalSettings
+from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
+from forgetting.plan import Batch, Run
+
+#: manifest status of a planned run that has no finished run.json (it is not evaluated)
+NOT_RUN = "not_run"
+
+
+class BatchLog:
+    """Progress lines for the Snakemake log (thread-safe; appends)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path else None
+        self.lock = threading.Lock()
+        if self.path:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, line: str) -> None:
+        if self.path is None:
+            return
+        with self.lock, open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(line.rstrip("\n") + "\n")
+
+
+def _entry(report: EvalReport) -> dict[str, Any]:
+    return {"status": report.status, "resolved": report.resolved}
+
+
+def evaluate_batch(
+    study: Study,
+    batch: Batch,
+    *,
+    manifest: str | os.PathLike[str],
+    log: str | os.PathLike[str] | None = None,
+    settings: EvalSettings | None = None,
+) -> dict[str, Any]:
+    """Evaluate the runs of ``batch`` and write the batch manifest (atomically).
+
+    A run is evaluated when it has a finished ``run.json`` and no current ``eval.json`` (one
+    for this very patch and backend that is not an ``error``): finished evaluations are kept,
+    interrupted or failed ones are redone. The manifest maps every run id of the batch to its
+    ``status`` and ``resolved`` (``not_run`` for a run without ``run.json``).
+    """
+    settings = settings or EvalSettings.from_study(study)
+    layout = Layout(study.results_dir)
+    say = BatchLog(log)
+    entries: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[Run, Path, str]] = []
+    for run in batch.runs:
+        run_dir = layout.run_dir(run.run_id)
+        if not (run_dir / RUN_JSON).is_file():
+            entries[run.run_id] = {"status": NOT_RUN, "resolved": False}
+            say(f"{run.run_id}: not evaluated, the run has no {RUN_JSON}")
+            continue
+        patch = read_patch(run_dir)
+        old = read_report(run_dir / EVAL_JSON)
+        if old is not None and is_current(old, patch=patch, backend=settings.backend):
+            entries[run.run_id] = _entry(old)
+            say(f"{run.run_id}: {old.status} (evaluated before)")
+            continue
+        todo.append((run, run_dir, patch))
+    if todo:
+        backend = make_backend(settings, study)
+        instances = load_instances(study, sorted({run.task for run, _, _ in todo}))
+        with_patch = {run.task for run, _, patch in todo if patch.strip()}
+        if with_patch:
+            backend.check({t: instances[t] for t in sorted(with_patch)})
+        say(f"evaluating {len(todo)} of {len(batch.runs)} runs with the {backend.name} backend")
+
+        def one(item: tuple[Run, Path, str]) -> tuple[str, EvalReport]:
+            run, run_dir, patch = item
+            report = evaluate_patch(
+                instances[run.task],
+                patch,
+                backend,
+                out_dir=run_dir,
+                timeout_s=settings.timeout_s,
+                run_id=run.run_id,
+            )
+            extra = f" ({report.error or report.note})" if (report.error or report.note) else ""
+            say(f"{run.run_id}: {report.status}{extra}")
+            return run.run_id, report
+
+        with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+            for run_id, report in pool.map(one, todo):
+                entries[run_id] = _entry(report)
+    statuses = Counter(e["status"] for e in entries.values())
+    document = {
+        "batch": batch.key,
+        "backend": settings.backend,
+        "runs": entries,
+        "summary": {
+            "runs": len(entries),
+            "resolved": sum(1 for e in entries.values() if e["resolved"]),
+            "statuses": dict(sorted(statuses.items())),
+        },
+    }
+    write_json(manifest, document)
+    say(f"{document['summary']['resolved']} of {len(entries)} runs resolved -> {manifest}")
+    return document
