@@ -12,8 +12,8 @@ from pathlib import Path
 import evaltask
 import pytest
 import yaml
-from conftest import ROOT, cli_env
 
+from conftest import ROOT, cli_env
 from forgetting import cli
 from forgetting.config import load_study
 from forgetting.errors import ConfigError, ResourceError

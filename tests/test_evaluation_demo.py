@@ -5,8 +5,8 @@ leaves the bug in place, and an empty one, do not. Runs once the demo tasks exis
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
 
+from conftest import ROOT
 from forgetting import demo_tasks
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.local import LocalBackend, demo_checkout
