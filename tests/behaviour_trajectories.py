@@ -59,39 +59,43 @@ def _tool_turn(i: int, commands: list[str], outputs: list[str], *, raw: bool = T
     return msgs
 
 
-def toolcall_trajectory(*, step_limit: int = 250) -> dict[str, Any]:
-    """mini-swe-agent 2.x (tool calling), 10 model calls:
+#: assistant messages in the prompt of each of toolcall_trajectory's 10 model calls
+#: (call 2's reply was rejected and dropped from the history: calls 2 and 3 see one)
+TOOLCALL_PROMPT_TURNS = [0, 1, 1, 2, 3, 4, 5, 6, 7, 8]
 
-    1 cat a.py (read)             2 a format error (no tool call)
-    3 grep a.py; ls (2 searches)  4 nl -ba a.py | sed -n (read, re-fetch of 1, distance 3)
-    5 cat b.py (read)             6 sed -n b.py && head a.py (re-fetch; source 5 by the tie rule)
-    7 cat c.py (0.8: re-fetch of 6)  8 cat d.py (0.6: not)
-    9 cat empty.py (read, no lines)  10 submit (ends the run: no observation)
+
+def toolcall_trajectory(*, step_limit: int = 250) -> dict[str, Any]:
+    """mini-swe-agent 2.x (tool calling), 10 model calls, 9 turns. Call 2's reply had no
+    tool call: 2.x keeps no assistant message for it, only the format-error message (with
+    the raw response in ``extra``), so it is no turn. Turns (= the calls after it − 1):
+
+    1 cat a.py (read)                2 grep a.py; ls (two searches)
+    3 nl -ba a.py | sed -n (read, re-fetch of 1, distance 2)
+    4 cat b.py (read)                5 sed -n b.py && head a.py (re-fetch; source 4 by the tie rule)
+    6 cat c.py (0.8: re-fetch of 5)  7 cat d.py (0.6: not)
+    8 cat empty.py (read, no lines)  9 submit (ends the run: no observation)
     """
     msgs: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a helpful assistant."},
         {"role": "user", "content": "Fix the bug."},
     ]
     msgs += _tool_turn(1, ["cat a.py"], [A_PY])
-    msgs += [
-        {"role": "assistant", "content": "I will think first."},
+    msgs.append(
         {
             "role": "user",
-            "content": "Tool call error: no tool calls",
-            "extra": {"interrupt_type": "FormatError"},
-        },
-    ]
-    msgs += _tool_turn(3, ["grep -n def a.py", "ls"], ["1:def f():\n5:def g():\n", "a.py\nb.py\n"])
-    msgs += _tool_turn(4, ["nl -ba a.py | sed -n '1,6p'"], [NL_A], raw=False)
-    msgs += _tool_turn(5, ["cat b.py"], [B_PY])
-    msgs += _tool_turn(6, ["sed -n '1,2p' b.py && head -2 a.py"], ["x = 1\ny = 2\ndef f():\n    return 1\n"])
-    msgs += _tool_turn(7, ["cat c.py"], [C_PY])
-    msgs += _tool_turn(8, ["cat d.py"], [D_PY])
-    msgs += _tool_turn(9, ["cat empty.py"], [""])
-    msgs += _tool_turn(10, [SUBMIT], [])
-    msgs.append(
-        {"role": "exit", "content": "diff", "extra": {"exit_status": "Submitted", "submission": "diff"}}
+            "content": "Tool call error: no tool calls found",
+            "extra": {"interrupt_type": "FormatError", "response": {"choices": [{"message": {"content": "hm"}}]}},
+        }
     )
+    msgs += _tool_turn(2, ["grep -n def a.py", "ls"], ["1:def f():\n5:def g():\n", "a.py\nb.py\n"])
+    msgs += _tool_turn(3, ["nl -ba a.py | sed -n '1,6p'"], [NL_A], raw=False)
+    msgs += _tool_turn(4, ["cat b.py"], [B_PY])
+    msgs += _tool_turn(5, ["sed -n '1,2p' b.py && head -2 a.py"], ["x = 1\ny = 2\ndef f():\n    return 1\n"])
+    msgs += _tool_turn(6, ["cat c.py"], [C_PY])
+    msgs += _tool_turn(7, ["cat d.py"], [D_PY])
+    msgs += _tool_turn(8, ["cat empty.py"], [""])
+    msgs += _tool_turn(9, [SUBMIT], [])
+    msgs.append({"role": "exit", "content": "diff", "extra": {"exit_status": "Submitted", "submission": "diff"}})
     return {
         "info": {
             "exit_status": "Submitted",
@@ -267,14 +271,24 @@ def write_json(path: Path, data: Any) -> Path:
     return path
 
 
-def write_call_log(path: Path, deleted_by_call: dict[int, list[dict[str, Any]]], n_calls: int) -> Path:
-    """A proxy call log with ``n_calls`` calls; ``deleted_by_call[i]`` is call i's ``deleted``."""
+def write_call_log(
+    path: Path, deleted_by_call: dict[int, list[dict[str, Any]]], prompt_turns: list[int] = TOOLCALL_PROMPT_TURNS
+) -> Path:
+    """A proxy call log with one call per entry of ``prompt_turns`` (the number of
+    assistant messages in that call's prompt); ``deleted_by_call[i]`` is call i's ``deleted``."""
     from forgetting.calllog import CallLogWriter
 
-    with CallLogWriter(path, {"run_id": "test", "deletion": "delayed-turn-tool_output-50", "seed": 1}) as w:
-        for i in range(1, n_calls + 1):
+    header = {"run_id": "test", "deletion": "delayed-turn-tool_output-50", "seed": 1}
+    with CallLogWriter(path, header) as w:
+        for i, n in enumerate(prompt_turns, start=1):
+            messages: list[dict[str, Any]] = [
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "Fix the bug."},
+            ]
+            for k in range(1, n + 1):
+                messages += [{"role": "assistant", "content": f"turn {k}"}, {"role": "user", "content": f"obs {k}"}]
             w.append_call(
-                messages=[{"role": "user", "content": f"call {i}"}],
+                messages=messages,
                 tools=None,
                 params={},
                 deleted=deleted_by_call.get(i, []),

@@ -40,59 +40,46 @@ def test_toolcall_trajectory_labels_and_refetches(tmp_path: Path) -> None:
     path = write_json(tmp_path / "x.traj.json", toolcall_trajectory())
     result = label_run(path)
     got = [(r["turn"], r["index"], r["label"]) for r in rows(result)]
-    # turn 2 was a format error: no tool call; turn 3 issued two calls
+    # the rejected reply of call 2 is no turn; turn 2 issued two calls
     assert got == [
         (1, 0, "read"),
-        (3, 0, "search"),
-        (3, 1, "search"),
+        (2, 0, "search"),
+        (2, 1, "search"),
+        (3, 0, "read"),
         (4, 0, "read"),
         (5, 0, "read"),
         (6, 0, "read"),
         (7, 0, "read"),
         (8, 0, "read"),
-        (9, 0, "read"),
-        (10, 0, "submit"),
+        (9, 0, "submit"),
     ]
-    by_turn = {r["turn"]: r for r in rows(result) if r["is_read"]}
-    # 1: first read, 4 lines, nothing seen before
-    assert (by_turn[1]["n_distinct_lines"], by_turn[1]["overlap"], by_turn[1]["is_refetch"]) == (
-        4,
-        0.0,
-        False,
-    )
-    # 4: the nl -ba prefixes stripped → the same 4 lines: overlap 1, source turn 1, distance 3
-    assert (by_turn[4]["n_distinct_lines"], by_turn[4]["overlap"], by_turn[4]["is_refetch"]) == (4, 1.0, True)
-    assert by_turn[4]["refetch_distance"] == 3
-    # 5: b.py, new
-    assert (by_turn[5]["overlap"], by_turn[5]["is_refetch"]) == (0.0, False)
-    # 6: {x = 1, y = 2, def f():, return 1}: all seen. No earlier read holds more than half
-    # (turns 1, 4 and 5 hold 2 of 4 each): the largest share, most recent on the tie = turn 5
-    assert (by_turn[6]["overlap"], by_turn[6]["is_refetch"], by_turn[6]["refetch_distance"]) == (1.0, True, 1)
-    # 7: c.py, 4 of 5 seen = 0.8 ≥ 0.8; turn 6 holds 3 of 5 (> half) → distance 1
-    assert (by_turn[7]["overlap"], by_turn[7]["is_refetch"], by_turn[7]["refetch_distance"]) == (0.8, True, 1)
-    # 8: d.py, 3 of 5 = 0.6 → not a re-fetch
-    assert (by_turn[8]["overlap"], by_turn[8]["is_refetch"], by_turn[8]["refetch_distance"]) == (
-        0.6,
-        False,
-        None,
-    )
-    # 9: an empty output: a read with no lines, no overlap, never a re-fetch
-    assert (by_turn[9]["n_distinct_lines"], by_turn[9]["overlap"], by_turn[9]["is_refetch"]) == (
-        0,
-        None,
-        False,
-    )
+    facts = {
+        r["turn"]: (r["n_distinct_lines"], r["overlap"], r["is_refetch"], r["refetch_distance"])
+        for r in rows(result)
+        if r["is_read"]
+    }
+    assert facts == {
+        1: (4, 0.0, False, None),  # first read: 4 lines, nothing seen before
+        3: (4, 1.0, True, 2),  # nl -ba prefixes stripped → turn 1's 4 lines; source 1
+        4: (3, 0.0, False, None),  # b.py: new
+        # {x = 1, y = 2, def f():, return 1}: all seen. No earlier read holds more than half
+        # (turns 1, 3 and 4 hold 2 of 4 each): the largest share, most recent on the tie = 4
+        5: (4, 1.0, True, 1),
+        6: (5, 0.8, True, 1),  # c.py: 4 of 5 seen = 0.8 ≥ 0.8; turn 5 holds 3 of 5 (> half)
+        7: (5, 0.6, False, None),  # d.py: 3 of 5 = 0.6
+        8: (0, None, False, None),  # an empty output: a read with no lines, never a re-fetch
+    }
     # without a call log nothing was deleted
     assert [r["was_deleted"] for r in rows(result) if r["is_refetch"]] == [False, False, False]
     # non-reads carry no re-fetch facts
-    assert all(
-        r["n_distinct_lines"] is None and r["is_refetch"] is None for r in rows(result) if not r["is_read"]
-    )
+    non_reads = [r for r in rows(result) if not r["is_read"]]
+    assert all(r["n_distinct_lines"] is None and r["is_refetch"] is None for r in non_reads)
     s = result.summary
     assert (s["n_tool_calls"], s["n_reads"], s["n_refetches"]) == (10, 7, 3)
     assert s["refetch_rate"] == pytest.approx(3 / 7)
-    assert s["median_refetch_distance"] == 1.0  # median of 3, 1, 1
+    assert s["median_refetch_distance"] == 1.0  # median of 2, 1, 1
     assert (s["looping"], s["capped"]) == (False, False)
+    # turns: model calls made (10), not assistant messages (9)
     assert result.run_id == "" and result.turns == 10 and result.exit_status == "Submitted"
     assert result.table.schema == TOOL_CALLS_SCHEMA
 
@@ -109,17 +96,17 @@ def test_threshold_is_a_parameter(tmp_path: Path) -> None:
 def _run_dir(tmp_path: Path, run_json: dict | None = None) -> Path:
     run = tmp_path / "results" / "runs" / "mini" / "delayed-turn-tool_output-50" / "demo__task-1" / "1"
     write_json(run / "trajectory.json", toolcall_trajectory())
-    # call 4 newly rewrites turn 1's tool output; call 7 turn 5's; call 8 turn 4's;
-    # call 5 rewrites turn 5's reasoning (not a tool output: ignored)
+    # Which turn each call issues: call k ≥ 3 issues turn k − 1 (call 2's reply was rejected).
+    # call 4 (issues turn 3) newly rewrites turn 1's tool output; call 8 (turn 7) turn 4's;
+    # call 9 (turn 8) turn 3's; call 5 rewrites turn 4's reasoning (not a tool output)
     write_call_log(
         run / "calls.jsonl",
         {
             4: [deletion(1)],
-            5: [deletion(5, part="reasoning")],
-            7: [deletion(5, mode="tokens")],
-            8: [deletion(4)],
+            5: [deletion(4, part="reasoning")],
+            8: [deletion(4, mode="token")],
+            9: [deletion(3)],
         },
-        n_calls=10,
     )
     if run_json is not None:
         write_json(run / "run.json", run_json)
@@ -131,18 +118,20 @@ def test_was_deleted_and_deleted_vs_kept_from_the_call_log(tmp_path: Path) -> No
     result = label_run(run)
     assert result.run_id == "mini/delayed-turn-tool_output-50/demo__task-1/1"
     refetched = {r["turn"]: r["was_deleted"] for r in rows(result) if r["is_refetch"]}
-    # turn 4 re-fetches turn 1, whose output was rewritten at call 4 ≤ 4 → deleted
-    # turn 6 re-fetches turn 5: rewritten only at call 7 > 6 (and the call-5 record is reasoning) → kept
-    # turn 7 re-fetches turn 6: never rewritten → kept
-    assert refetched == {4: True, 6: False, 7: False}
+    # turn 3 re-fetches turn 1, rewritten in the prompt of call 4, the call that issued turn 3
+    #   → deleted (comparing call index 4 with turn 3 would miss it)
+    # turn 5 re-fetches turn 4: its output rewritten only from turn 7 on (the reasoning
+    #   record of call 5 does not count) → kept
+    # turn 6 re-fetches turn 5: never rewritten → kept
+    assert refetched == {3: True, 5: False, 6: False}
     s = result.summary
     assert (s["n_refetches_deleted"], s["n_refetches_kept"]) == (1, 2)
-    # read outputs with lines: turns 1, 4, 5, 6, 7, 8
-    #   1: source of the turn-4 re-fetch, deleted by then       → deleted, re-fetched
-    #   4: never a source, rewritten at call 8                  → deleted
-    #   5: source of the turn-6 re-fetch, deleted only at 7     → kept, re-fetched
-    #   6: source of the turn-7 re-fetch, never deleted         → kept, re-fetched
-    #   7, 8: never sources, never deleted                      → kept
+    # read outputs with lines: turns 1, 3, 4, 5, 6, 7
+    #   1: source of the turn-3 re-fetch, deleted by then        → deleted, re-fetched
+    #   3: never a source, rewritten from turn 8 on              → deleted
+    #   4: source of the turn-5 re-fetch, rewritten only from 7  → kept, re-fetched
+    #   5: source of the turn-6 re-fetch, never deleted          → kept, re-fetched
+    #   6, 7: never sources, never deleted                       → kept
     assert (s["n_outputs_deleted"], s["n_outputs_deleted_refetched"]) == (2, 1)
     assert (s["n_outputs_kept"], s["n_outputs_kept_refetched"]) == (4, 2)
     assert set(s) <= set(RUNS_SCHEMA.names)
@@ -150,8 +139,12 @@ def test_was_deleted_and_deleted_vs_kept_from_the_call_log(tmp_path: Path) -> No
 
 def test_a_bare_trajectory_with_a_call_log(tmp_path: Path) -> None:
     path = write_json(tmp_path / "x.traj.json", toolcall_trajectory())
-    log = write_call_log(tmp_path / "calls.jsonl", {3: [deletion(1)]}, n_calls=10)
+    # call 3 (it issues turn 2) rewrites turn 1: the turn-3 re-fetch of turn 1 recovers deleted content
+    log = write_call_log(tmp_path / "calls.jsonl", {3: [deletion(1)]})
     assert label_run(path, call_log=log).summary["n_refetches_deleted"] == 1
+    # … and a rewrite first sent with turn 4 comes too late for it
+    log = write_call_log(tmp_path / "late.jsonl", {5: [deletion(1)]})
+    assert label_run(path, call_log=log).summary["n_refetches_deleted"] == 0
 
 
 def test_text_trajectory(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_label_run_directories(tmp_path: Path, run_cli) -> None:
     for config, deleted in (("baseline", {}), ("immediate-turn-tool_output-100", {2: [deletion(1)]})):
         run = runs / config / "demo__t1" / "1"
         write_json(run / "trajectory.json", toolcall_trajectory())
-        write_call_log(run / "calls.jsonl", deleted, n_calls=10)
+        write_call_log(run / "calls.jsonl", deleted)
         write_json(run / "run.json", {"status": "submitted", "turns": 10, "agent": "mini"})
     out = tmp_path / "rows.parquet"
     proc = run_cli("label", tmp_path / "results", "--out", out)

@@ -9,6 +9,13 @@ tool output as deleted from that call on. The deletion engine rewrites a turn's 
 content as a whole — turn-level selects whole turns, token-level thins every eligible
 turn — so the turn is the unit: every tool output of the turn counts as deleted. Any
 rewrite counts (a placeholder or a share of the tokens).
+
+Turns are numbered as the proxy numbers them (:func:`forgetting.messages.segment`: one per
+assistant message of the history). A call whose prompt holds ``n`` assistant messages is
+the call that issues turn ``n + 1``; so a deletion recorded at that call is visible from
+turn ``n + 1`` on. This is the model-call index itself unless a reply was dropped from
+the history (mini-swe-agent 2.x keeps no assistant message for a reply it rejected as a
+format error): counting assistant messages keeps the two numberings aligned.
 """
 
 from __future__ import annotations
@@ -74,18 +81,20 @@ def load_trajectory(path: str | os.PathLike[str], agent: str | None = None) -> T
 
 @dataclass(frozen=True)
 class Deletions:
-    """When each turn's tool output was first rewritten: turn → model call index."""
+    """When each turn's tool output was first rewritten: turn → the first turn whose
+    issuing call saw it rewritten."""
 
-    deleted_at: Mapping[int, int] = field(default_factory=dict)
+    rewritten_from: Mapping[int, int] = field(default_factory=dict)
     source: Path | None = None
 
-    def deleted_by(self, turn: int, call: int) -> bool:
-        """Whether turn ``turn``'s tool output was rewritten in the prompt of call ``call``."""
-        at = self.deleted_at.get(turn)
-        return at is not None and at <= call
+    def deleted_by(self, turn: int, at_turn: int) -> bool:
+        """Whether turn ``turn``'s tool output was rewritten in the prompt of the call that
+        issued turn ``at_turn``."""
+        at = self.rewritten_from.get(turn)
+        return at is not None and at <= at_turn
 
     def ever(self, turn: int) -> bool:
-        return turn in self.deleted_at
+        return turn in self.rewritten_from
 
 
 def is_tool_output_part(part: Any) -> bool:
@@ -97,16 +106,16 @@ def load_deletions(path: str | os.PathLike[str]) -> Deletions:
     log = read_call_log(path)
     at: dict[int, int] = {}
     for call in log.calls:
-        for rec in call.deleted:
-            if not isinstance(rec, Mapping) or not is_tool_output_part(rec.get("part")):
-                continue
+        records = [r for r in call.deleted if isinstance(r, Mapping) and is_tool_output_part(r.get("part"))]
+        if not records:
+            continue
+        issues = 1 + sum(1 for m in log.messages(call) if m.get("role") == "assistant")
+        for rec in records:
             try:
                 turn = int(rec["turn"])
             except (KeyError, TypeError, ValueError):
-                raise RunOutputError(
-                    f"{log.path}: call {call.index}: a deletion record without a turn"
-                ) from None
-            at[turn] = min(at.get(turn, call.index), call.index)
+                raise RunOutputError(f"{log.path}: call {call.index}: a deletion record without a turn") from None
+            at[turn] = min(at.get(turn, issues), issues)
     return Deletions(at, log.path)
 
 
