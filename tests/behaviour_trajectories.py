@@ -84,7 +84,10 @@ def toolcall_trajectory(*, step_limit: int = 250) -> dict[str, Any]:
         {
             "role": "user",
             "content": "Tool call error: no tool calls found",
-            "extra": {"interrupt_type": "FormatError", "response": {"choices": [{"message": {"content": "hm"}}]}},
+            "extra": {
+                "interrupt_type": "FormatError",
+                "response": {"choices": [{"message": {"content": "hm"}}]},
+            },
         }
     )
     msgs += _tool_turn(2, ["grep -n def a.py", "ls"], ["1:def f():\n5:def g():\n", "a.py\nb.py\n"])
@@ -95,7 +98,9 @@ def toolcall_trajectory(*, step_limit: int = 250) -> dict[str, Any]:
     msgs += _tool_turn(7, ["cat d.py"], [D_PY])
     msgs += _tool_turn(8, ["cat empty.py"], [""])
     msgs += _tool_turn(9, [SUBMIT], [])
-    msgs.append({"role": "exit", "content": "diff", "extra": {"exit_status": "Submitted", "submission": "diff"}})
+    msgs.append(
+        {"role": "exit", "content": "diff", "extra": {"exit_status": "Submitted", "submission": "diff"}}
+    )
     return {
         "info": {
             "exit_status": "Submitted",
@@ -272,7 +277,9 @@ def write_json(path: Path, data: Any) -> Path:
 
 
 def write_call_log(
-    path: Path, deleted_by_call: dict[int, list[dict[str, Any]]], prompt_turns: list[int] = TOOLCALL_PROMPT_TURNS
+    path: Path,
+    deleted_by_call: dict[int, list[dict[str, Any]]],
+    prompt_turns: list[int] = TOOLCALL_PROMPT_TURNS,
 ) -> Path:
     """A proxy call log with one call per entry of ``prompt_turns`` (the number of
     assistant messages in that call's prompt); ``deleted_by_call[i]`` is call i's ``deleted``."""
@@ -286,7 +293,10 @@ def write_call_log(
                 {"role": "user", "content": "Fix the bug."},
             ]
             for k in range(1, n + 1):
-                messages += [{"role": "assistant", "content": f"turn {k}"}, {"role": "user", "content": f"obs {k}"}]
+                messages += [
+                    {"role": "assistant", "content": f"turn {k}"},
+                    {"role": "user", "content": f"obs {k}"},
+                ]
             w.append_call(
                 messages=messages,
                 tools=None,

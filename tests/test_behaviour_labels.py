@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forgetting.behaviour.rules import RulesError, load_rules
 
@@ -146,15 +148,47 @@ def test_shell_parser_structure() -> None:
     assert parse("(cd x && pytest) | tail")[-1].continues_group
 
 
-def test_behaviour_options_from_the_study_config(repo_root: Path) -> None:
+def test_behaviour_options_from_the_study_config(repo_root: Path, tmp_path: Path) -> None:
+    import importlib.resources as ir
+
     from forgetting.behaviour import behaviour_options
     from forgetting.config import load_study
+    from forgetting.errors import ConfigError
 
-    study = load_study(
-        repo_root / "config" / "config.yaml",
-        {"analysis": {"refetch_threshold": 0.7, "looping_window": 5, "label_rules": "my_rules.yaml"}},
-    )
+    rules = tmp_path / "my_rules.yaml"
+    rules.write_text((ir.files("forgetting") / "data" / "label_rules.yaml").read_text())
+    analysis = {"refetch_threshold": 0.7, "looping_window": 5, "label_rules": str(rules)}
+    study = load_study(repo_root / "config" / "config.yaml", {"analysis": analysis})
     opts = behaviour_options(study)
     assert opts["threshold"] == 0.7 and opts["looping_window"] == 5
-    assert opts["rules"] == repo_root / "my_rules.yaml"
+    assert opts["rules"] == rules
     assert opts["turn_cap"] == study.section("agent")["turn_cap"]
+    # a missing or broken table stops the config, naming the key
+    for bad in (tmp_path / "missing.yaml", tmp_path / "broken.yaml"):
+        if bad.name == "broken.yaml":
+            bad.write_text("classes: [read]\n")
+        with pytest.raises(ConfigError, match=r"analysis\.label_rules: .*" + bad.name):
+            load_study(repo_root / "config" / "config.yaml", {"analysis": {"label_rules": str(bad)}})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from(list("ab -|&;<>()'\"\\$`#\n=/{}*0123456789EOFcatsedpy")), max_size=80)
+)
+def test_any_command_line_gets_one_class(text: str) -> None:
+    rules = load_rules()
+    assert rules.label_shell(text) in rules.classes
+
+
+def test_a_run_without_tool_calls(tmp_path: Path) -> None:
+    import json
+
+    from forgetting.behaviour import label_run
+
+    path = tmp_path / "empty.traj.json"
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    path.write_text(json.dumps({"info": {"exit_status": "LimitsExceeded"}, "messages": messages}))
+    result = label_run(path)
+    assert result.table.num_rows == 0
+    assert result.summary["n_reads"] == 0 and result.summary["refetch_rate"] is None
+    assert result.summary["median_refetch_distance"] is None

@@ -114,7 +114,9 @@ def load_deletions(path: str | os.PathLike[str]) -> Deletions:
             try:
                 turn = int(rec["turn"])
             except (KeyError, TypeError, ValueError):
-                raise RunOutputError(f"{log.path}: call {call.index}: a deletion record without a turn") from None
+                raise RunOutputError(
+                    f"{log.path}: call {call.index}: a deletion record without a turn"
+                ) from None
             at[turn] = min(at.get(turn, issues), issues)
     return Deletions(at, log.path)
 
