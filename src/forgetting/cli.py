@@ -16,7 +16,13 @@ from forgetting import __version__
 from forgetting.errors import UserError
 
 #: subcommand modules under forgetting.commands, in the order --help lists them
-COMMANDS: tuple[str, ...] = ("plan", "tasks", "dataset", "evaluate")
+COMMANDS: tuple[str, ...] = (
+    "plan",
+    "tasks",
+    "dataset",
+    "evaluate",
+    "label",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,7 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from forgetting.errors import ConfigError
+from forgetting.errors import ConfigError, UserError
 from forgetting.grid import (
     AMOUNTS,
     BASELINE,
@@ -277,6 +277,16 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
             if t not in tasks:
                 raise ConfigError(f"{source}: only_tasks: {t!r} is not a task of this study")
         tasks = [t for t in tasks if t in only_tasks]
+
+    label_rules = (cfg.get("analysis") or {}).get("label_rules")
+    if label_rules:  # a bad table stops the study now, not at its analysis stage
+        from forgetting.behaviour.rules import load_rules
+
+        rules_path = Path(label_rules) if Path(label_rules).is_absolute() else root / label_rules
+        try:
+            load_rules(rules_path)
+        except UserError as exc:
+            raise ConfigError(f"{source}: analysis.label_rules: {exc}") from None
 
     repeats = cfg.get("repeats") or {}
     study_section = cfg["study"]

@@ -70,6 +70,11 @@ RUNS_SCHEMA = pa.schema(
         ("n_refetches_deleted", pa.int32()),
         ("n_refetches_kept", pa.int32()),
         ("median_refetch_distance", pa.float64()),
+        # deleted vs kept read outputs and how many of each were re-fetched (docs/behaviour.md)
+        ("n_outputs_deleted", pa.int32()),
+        ("n_outputs_deleted_refetched", pa.int32()),
+        ("n_outputs_kept", pa.int32()),
+        ("n_outputs_kept_refetched", pa.int32()),
         # tokens and cost under the primary pricing profile (SPEC §5)
         ("prompt_tokens", pa.int64()),
         ("output_tokens", pa.int64()),

@@ -1,0 +1,216 @@
+"""The behaviour analysis of one run: labels, re-fetches, looping, capped (SPEC §3–§4).
+
+:func:`label_run` is what the analysis stage and ``forgetting label`` call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from forgetting.behaviour.events import ToolCallEvent, Trajectory
+from forgetting.behaviour.load import Deletions, load_deletions, load_trajectory, open_run_dir
+from forgetting.behaviour.outcome import is_capped, is_looping, longest_identical_streak
+from forgetting.behaviour.refetch import detect_refetches
+from forgetting.behaviour.rules import load_rules
+from forgetting.errors import UserError
+from forgetting.schemas import TOOL_CALLS_SCHEMA
+
+#: the per-run behaviour columns of schemas.RUNS_SCHEMA that :attr:`BehaviourResult.summary` fills
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "n_tool_calls",
+    "n_reads",
+    "n_refetches",
+    "refetch_rate",
+    "n_refetches_deleted",
+    "n_refetches_kept",
+    "median_refetch_distance",
+    "n_outputs_deleted",
+    "n_outputs_deleted_refetched",
+    "n_outputs_kept",
+    "n_outputs_kept_refetched",
+    "looping",
+    "capped",
+)
+
+
+@dataclass(frozen=True)
+class BehaviourResult:
+    run_id: str
+    source: Path  # the trajectory file read
+    agent: str
+    turns: int
+    exit_status: str
+    table: pa.Table  # one row per tool call, schemas.TOOL_CALLS_SCHEMA
+    summary: dict[str, Any]  # SUMMARY_COLUMNS
+    events: tuple[ToolCallEvent, ...] = ()
+    labels: tuple[str, ...] = ()
+    label_counts: Mapping[str, int] = field(default_factory=dict)
+    longest_streak: int = 0
+
+    def line(self) -> str:
+        """A one-line summary for a terminal."""
+        s = self.summary
+        rate = "n/a" if s["refetch_rate"] is None else f"{s['refetch_rate']:.3f}"
+        med = "n/a" if s["median_refetch_distance"] is None else f"{s['median_refetch_distance']:g}"
+        counts = " ".join(f"{k}={v}" for k, v in sorted(self.label_counts.items()))
+        return (
+            f"{self.run_id or self.source}: agent={self.agent} turns={self.turns} "
+            f"tool_calls={s['n_tool_calls']} "
+            f"[{counts}] reads={s['n_reads']} refetches={s['n_refetches']} rate={rate} "
+            f"refetches_deleted={s['n_refetches_deleted']} refetches_kept={s['n_refetches_kept']} "
+            f"median_distance={med} outputs_deleted={s['n_outputs_deleted']} "
+            f"({s['n_outputs_deleted_refetched']} re-fetched) outputs_kept={s['n_outputs_kept']} "
+            f"({s['n_outputs_kept_refetched']} re-fetched) looping={s['looping']} capped={s['capped']} "
+            f"exit={self.exit_status or '?'}"
+        )
+
+
+def _check_options(threshold: float, looping_window: int, turn_cap: int | None) -> None:
+    if not 0 < threshold <= 1:
+        raise UserError(f"refetch threshold {threshold}: must be in (0, 1]")
+    if looping_window < 2:
+        raise UserError(f"looping window {looping_window}: must be at least 2")
+    if turn_cap is not None and turn_cap < 1:
+        raise UserError(f"turn cap {turn_cap}: must be at least 1")
+
+
+def label_trajectory(
+    traj: Trajectory,
+    *,
+    run_id: str = "",
+    deletions: Deletions | None = None,
+    run_meta: Mapping[str, Any] | None = None,
+    threshold: float = 0.8,
+    looping_window: int = 10,
+    turn_cap: int | None = None,
+    rules: str | os.PathLike[str] | None = None,
+) -> BehaviourResult:
+    """Label a loaded trajectory (see :func:`label_run`)."""
+    _check_options(threshold, looping_window, turn_cap)
+    table_rules = load_rules(rules)
+    deletions = deletions or Deletions()
+    events = traj.events
+    labels = tuple(table_rules.label_tool(traj.agent, e.tool, e.arguments, e.output) for e in events)
+    rows, rsum = detect_refetches(
+        [e.turn for e in events],
+        [e.payload for e in events],
+        [lab == "read" for lab in labels],
+        deletions,
+        threshold,
+    )
+    meta = run_meta or {}
+    turns = meta.get("turns") if isinstance(meta.get("turns"), int) else traj.turns
+    cap = turn_cap
+    if cap is None:
+        meta_cap = meta.get("turn_cap")
+        cap = meta_cap if isinstance(meta_cap, int) and meta_cap > 0 else traj.turn_cap
+    exit_status = str(meta.get("exit_status") or traj.exit_status or "")
+    streak = longest_identical_streak(events)
+    summary: dict[str, Any] = {
+        "n_tool_calls": len(events),
+        "n_reads": rsum.n_reads,
+        "n_refetches": rsum.n_refetches,
+        "refetch_rate": rsum.refetch_rate,
+        "n_refetches_deleted": rsum.n_refetches_deleted,
+        "n_refetches_kept": rsum.n_refetches_kept,
+        "median_refetch_distance": rsum.median_refetch_distance,
+        "n_outputs_deleted": rsum.n_outputs_deleted,
+        "n_outputs_deleted_refetched": rsum.n_outputs_deleted_refetched,
+        "n_outputs_kept": rsum.n_outputs_kept,
+        "n_outputs_kept_refetched": rsum.n_outputs_kept_refetched,
+        "looping": is_looping(events, looping_window),
+        "capped": is_capped(int(turns), cap, exit_status, meta),
+    }
+    table = pa.table(
+        {
+            "run_id": [run_id] * len(events),
+            "turn": [e.turn for e in events],
+            "index": [e.index for e in events],
+            "tool": [e.tool for e in events],
+            "summary": [e.summary() for e in events],
+            "label": list(labels),
+            "is_read": [r is not None for r in rows],
+            "n_distinct_lines": [r.n_distinct_lines if r else None for r in rows],
+            "is_refetch": [r.is_refetch if r else None for r in rows],
+            "overlap": [r.overlap if r else None for r in rows],
+            "refetch_distance": [r.distance if r else None for r in rows],
+            "was_deleted": [r.was_deleted if r else None for r in rows],
+        },
+        schema=TOOL_CALLS_SCHEMA,
+    )
+    return BehaviourResult(
+        run_id=run_id,
+        source=traj.source,
+        agent=traj.agent,
+        turns=int(turns),
+        exit_status=exit_status,
+        table=table,
+        summary=summary,
+        events=events,
+        labels=labels,
+        label_counts=dict(Counter(labels)),
+        longest_streak=streak,
+    )
+
+
+def label_run(
+    path: str | os.PathLike[str],
+    *,
+    agent: str | None = None,
+    threshold: float = 0.8,
+    looping_window: int = 10,
+    turn_cap: int | None = None,
+    rules: str | os.PathLike[str] | None = None,
+    call_log: str | os.PathLike[str] | None = None,
+) -> BehaviourResult:
+    """Label one run: a run directory of ours, or a trajectory file of either agent.
+
+    A run directory gives the run id, ``run.json`` (turns, status) and the proxy's call log
+    (deletions); a bare trajectory has run id ``""`` and no deletions unless ``call_log`` is
+    given. ``turn_cap`` overrides the cap recorded in ``run.json`` or the trajectory.
+    """
+    _check_options(threshold, looping_window, turn_cap)
+    p = Path(path)
+    if p.is_dir():
+        rd = open_run_dir(p)
+        traj = load_trajectory(rd.trajectory, agent or rd.agent)
+        log = call_log or rd.calls
+        return label_trajectory(
+            traj,
+            run_id=rd.run_id,
+            deletions=load_deletions(log) if log else None,
+            run_meta=rd.meta,
+            threshold=threshold,
+            looping_window=looping_window,
+            turn_cap=turn_cap,
+            rules=rules,
+        )
+    traj = load_trajectory(p, agent)
+    return label_trajectory(
+        traj,
+        deletions=load_deletions(call_log) if call_log else None,
+        threshold=threshold,
+        looping_window=looping_window,
+        turn_cap=turn_cap,
+        rules=rules,
+    )
+
+
+def behaviour_options(study: Any) -> dict[str, Any]:
+    """Keyword arguments for :func:`label_run` from a study config (``analysis``, ``agent``)."""
+    analysis = study.section("analysis")
+    agent = study.section("agent")
+    rules = analysis.get("label_rules")
+    return {
+        "threshold": float(analysis.get("refetch_threshold", 0.8)),
+        "looping_window": int(analysis.get("looping_window", 10)),
+        "turn_cap": int(agent["turn_cap"]) if agent.get("turn_cap") else None,
+        "rules": study.path(rules) if rules else None,
+    }

@@ -1,0 +1,174 @@
+"""Find and load what a behaviour analysis reads: a trajectory file of either agent, or a
+run directory of ours (``trajectory.json`` + ``calls.jsonl`` + ``run.json``).
+
+Deletions come from the proxy's call log: each call record's ``deleted`` lists the parts
+newly rewritten at that call (``{turn, part, message_index, mode, tokens_before,
+tokens_after}``), and a rewritten part stays rewritten in every later call. A record whose
+``part`` names tool output (``tool_output``, or a name starting with it) marks that turn's
+tool output as deleted from that call on. The deletion engine rewrites a turn's scoped
+content as a whole — turn-level selects whole turns, token-level thins every eligible
+turn — so the turn is the unit: every tool output of the turn counts as deleted. Any
+rewrite counts (a placeholder or a share of the tokens).
+
+Turns are numbered as the proxy numbers them (:func:`forgetting.messages.segment`: one per
+assistant message of the history). A call whose prompt holds ``n`` assistant messages is
+the call that issues turn ``n + 1``; so a deletion recorded at that call is visible from
+turn ``n + 1`` on. This is the model-call index itself unless a reply was dropped from
+the history (mini-swe-agent 2.x keeps no assistant message for a reply it rejected as a
+format error): counting assistant messages keeps the two numberings aligned.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forgetting import layout
+from forgetting.behaviour.events import Trajectory
+from forgetting.behaviour.mini_trajectory import load_mini
+from forgetting.behaviour.trae_trajectory import load_trae
+from forgetting.calllog import read_call_log
+from forgetting.errors import RunOutputError, UserError
+
+AGENTS = ("mini", "mini-text", "trae")
+_FAMILY = {"mini": "mini", "mini-text": "mini", "trae": "trae"}
+TOOL_OUTPUT_PARTS = ("tool_output",)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunOutputError(f"{path}: trajectory not found") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunOutputError(
+            f"{path}: not a JSON file ({exc.__class__.__name__}); not a trajectory"
+        ) from None
+
+
+def load_trajectory(path: str | os.PathLike[str], agent: str | None = None) -> Trajectory:
+    """A mini-swe-agent ``*.traj.json`` (either format) or a Trae agent trajectory file.
+
+    ``agent`` (mini, mini-text, trae) is checked against the file's format; None infers it.
+    """
+    p = Path(path)
+    if agent is not None and agent not in AGENTS:
+        raise UserError(f"--agent {agent!r}: expected one of {', '.join(AGENTS)}")
+    data = _read_json(p)
+    if isinstance(data, Mapping) and "llm_interactions" in data:
+        traj = load_trae(data, p)
+    elif (isinstance(data, Mapping) and isinstance(data.get("messages"), list)) or (
+        isinstance(data, list) and data and all(isinstance(m, Mapping) and "role" in m for m in data)
+    ):
+        traj = load_mini(data, p)
+    else:
+        raise RunOutputError(
+            f"{p}: unknown trajectory format (expected a mini-swe-agent *.traj.json with 'messages' "
+            "or a Trae agent trajectory with 'llm_interactions')"
+        )
+    if agent is not None:
+        if _FAMILY[agent] != _FAMILY[traj.agent]:
+            raise RunOutputError(f"{p}: a {traj.format} trajectory, but the agent was given as {agent!r}")
+        traj = Trajectory(
+            traj.source, traj.format, agent, traj.events, traj.turns, traj.exit_status, traj.turn_cap
+        )
+    return traj
+
+
+@dataclass(frozen=True)
+class Deletions:
+    """When each turn's tool output was first rewritten: turn → the first turn whose
+    issuing call saw it rewritten."""
+
+    rewritten_from: Mapping[int, int] = field(default_factory=dict)
+    source: Path | None = None
+
+    def deleted_by(self, turn: int, at_turn: int) -> bool:
+        """Whether turn ``turn``'s tool output was rewritten in the prompt of the call that
+        issued turn ``at_turn``."""
+        at = self.rewritten_from.get(turn)
+        return at is not None and at <= at_turn
+
+    def ever(self, turn: int) -> bool:
+        return turn in self.rewritten_from
+
+
+def is_tool_output_part(part: Any) -> bool:
+    return isinstance(part, str) and any(part == p or part.startswith(p) for p in TOOL_OUTPUT_PARTS)
+
+
+def load_deletions(path: str | os.PathLike[str]) -> Deletions:
+    """The tool-output deletions recorded in a proxy call log."""
+    log = read_call_log(path)
+    at: dict[int, int] = {}
+    for call in log.calls:
+        records = [r for r in call.deleted if isinstance(r, Mapping) and is_tool_output_part(r.get("part"))]
+        if not records:
+            continue
+        issues = 1 + sum(1 for m in log.messages(call) if m.get("role") == "assistant")
+        for rec in records:
+            try:
+                turn = int(rec["turn"])
+            except (KeyError, TypeError, ValueError):
+                raise RunOutputError(
+                    f"{log.path}: call {call.index}: a deletion record without a turn"
+                ) from None
+            at[turn] = min(at.get(turn, issues), issues)
+    return Deletions(at, log.path)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """What a run directory of ours holds for the behaviour analysis."""
+
+    path: Path
+    run_id: str
+    agent: str | None
+    meta: Mapping[str, Any]  # run.json ({} when absent)
+    trajectory: Path
+    calls: Path | None
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / layout.TRAJECTORY).is_file()
+
+
+def _run_id_from_path(path: Path) -> str:
+    parts = path.resolve().parts
+    if "runs" in parts:
+        i = len(parts) - 1 - parts[::-1].index("runs")
+        tail = parts[i + 1 :]
+        if len(tail) == 4:
+            return "/".join(tail)
+    return ""
+
+
+def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
+    p = Path(path)
+    if not is_run_dir(p):
+        raise RunOutputError(f"{p}: not a run directory (no {layout.TRAJECTORY})")
+    meta: Mapping[str, Any] = {}
+    run_json = p / layout.RUN_JSON
+    if run_json.is_file():
+        try:
+            loaded = json.loads(run_json.read_text(encoding="utf-8"))
+        except ValueError:
+            raise RunOutputError(f"{run_json}: not valid JSON; rerun this run") from None
+        if not isinstance(loaded, Mapping):
+            raise RunOutputError(f"{run_json}: expected a JSON object")
+        meta = loaded
+    run_id = str(meta.get("run_id") or _run_id_from_path(p))
+    agent = meta.get("agent") or (run_id.split("/")[0] if run_id else None)
+    calls = p / layout.CALLS
+    return RunDir(
+        p,
+        run_id,
+        str(agent) if agent in AGENTS else None,
+        meta,
+        p / layout.TRAJECTORY,
+        calls if calls.is_file() else None,
+    )

@@ -1,0 +1,153 @@
+"""``forgetting label PATH [--agent mini|mini-text|trae] [--out FILE.parquet|.csv]``: label every
+tool call of a run (read, search, edit, test, submit, other) and detect re-fetches.
+
+PATH is a run directory of ours, a mini-swe-agent ``*.traj.json`` (either format), a Trae
+agent trajectory file, or a directory holding any of these (every run directory and
+trajectory file below it is labelled). One row per tool call; a summary line per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+_SHOWN = (
+    "turn",
+    "index",
+    "tool",
+    "label",
+    "is_read",
+    "n_distinct_lines",
+    "is_refetch",
+    "overlap",
+    "refetch_distance",
+    "was_deleted",
+    "summary",
+)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "label", help="label tool calls and detect re-fetches in trajectories", description=__doc__
+    )
+    p.add_argument("path", help="a run directory, a trajectory file, or a directory of them")
+    p.add_argument(
+        "--agent",
+        choices=["mini", "mini-text", "trae"],
+        help="the agent that wrote it (inferred from the run or the file when not given)",
+    )
+    p.add_argument("--out", help="write the rows to FILE.parquet or FILE.csv")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.8,
+        help="share of a read's distinct lines seen before that makes it a re-fetch (default 0.8)",
+    )
+    p.add_argument(
+        "--looping-window",
+        type=int,
+        default=10,
+        help="consecutive identical tool calls that make a run looping (default 10)",
+    )
+    p.add_argument(
+        "--turn-cap", type=int, help="the run's turn cap (default: from run.json or the trajectory)"
+    )
+    p.add_argument("--rules", help="a label-rules table to use instead of the packaged one")
+    p.add_argument("--call-log", help="a proxy call log (calls.jsonl) for a bare trajectory file")
+    p.set_defaults(func=run)
+
+
+def find_inputs(path: Path) -> list[Path]:
+    """The runs PATH names: itself when a file or a run directory, else those below it."""
+    from forgetting.behaviour.load import is_run_dir
+    from forgetting.errors import UserError
+
+    if not path.exists():
+        raise UserError(f"{path}: no such file or directory")
+    if path.is_file() or is_run_dir(path):
+        return [path]
+    runs = sorted({p.parent for p in path.rglob("trajectory.json") if is_run_dir(p.parent)})
+    files = sorted(
+        p
+        for p in path.rglob("*.json")
+        if (p.name.endswith(".traj.json") or p.name.startswith("trajectory"))
+        and not any(r in p.parents for r in runs)
+    )
+    found = [*runs, *files]
+    if not found:
+        raise UserError(
+            f"{path}: no run directory or trajectory file (*.traj.json, trajectory*.json) below it"
+        )
+    return found
+
+
+def _write(table: Any, out: Path) -> None:
+    from forgetting.atomic import atomic_path
+    from forgetting.errors import UserError
+    from forgetting.schemas import TOOL_CALLS_SCHEMA, write_dataset
+
+    if out.suffix == ".parquet":
+        write_dataset(table, out, TOOL_CALLS_SCHEMA)
+    elif out.suffix == ".csv":
+        import pyarrow.csv as pcsv
+
+        with atomic_path(out) as tmp:
+            pcsv.write_csv(table, str(tmp))
+    else:
+        raise UserError(f"--out {out}: expected a .parquet or .csv file name")
+
+
+def _print_rows(table: Any) -> None:
+    rows = table.select(list(_SHOWN)).to_pylist()
+    if not rows:
+        return
+    print("\t".join(_SHOWN))
+    for r in rows:
+        cells = []
+        for k in _SHOWN:
+            v = r[k]
+            if k == "overlap" and v is not None:
+                v = f"{v:.3f}"
+            elif k == "summary":
+                v = v if len(v) <= 80 else v[:79] + "…"
+            cells.append("" if v is None else str(v))
+        print("\t".join(cells))
+
+
+def run(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from forgetting.behaviour import label_run
+    from forgetting.errors import UserError
+
+    if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
+        raise UserError(f"--out {args.out}: expected a .parquet or .csv file name")
+    root = Path(args.path)
+    inputs = find_inputs(root)
+    if args.call_log and len(inputs) != 1:
+        raise UserError("--call-log: give it with a single trajectory file")
+    tables = []
+    for item in inputs:
+        result = label_run(
+            item,
+            agent=args.agent,
+            threshold=args.threshold,
+            looping_window=args.looping_window,
+            turn_cap=args.turn_cap,
+            rules=args.rules,
+            call_log=args.call_log,
+        )
+        table = result.table
+        if not result.run_id and len(inputs) > 1:  # tell bare files apart in one table
+            name = str(item.relative_to(root)) if root.is_dir() else str(item)
+            table = table.set_column(0, "run_id", pa.array([name] * table.num_rows, pa.string()))
+        if not args.out:
+            _print_rows(table)
+        print(result.line())
+        tables.append(table)
+    if args.out:
+        combined = pa.concat_tables(tables)
+        _write(combined, Path(args.out))
+        print(f"wrote {combined.num_rows} tool calls of {len(tables)} run(s) to {args.out}")
+    return 0
