@@ -294,7 +294,6 @@ def test_bash_tool_matches_mini_swe_agent(monkeypatch, tmp_path):
             "unknown trajectory_format 'other-agent-3'",
         ),
         ('{"messages": [{"content": "x"}]}', r"messages\[0\] is not a message with a role"),
-        ('{"messages": [{"role": "user", "content": "x"}]}', "no model call"),
     ],
 )
 def test_bad_trajectories(tmp_path, content, message):
@@ -302,6 +301,28 @@ def test_bad_trajectories(tmp_path, content, message):
     path.write_text(content)
     with pytest.raises(RunOutputError, match=message):
         load_run(path)
+
+
+def test_a_run_without_model_calls_costs_nothing(tmp_path):
+    path = tmp_path / "runs" / "mini" / "baseline" / "t" / "1" / "trajectory.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        json.dumps({"messages": [{"role": "system", "content": "s"}, {"role": "exit", "content": "x"}]})
+    )
+    result = cost_run(path.parent, load_profiles(None, ["paper"]))
+    assert result.run_id == "mini/baseline/t/1"
+    assert result.calls.num_rows == 0
+    assert result.summary["cost_cache"] == 0 and result.summary["prompt_tokens"] == 0
+
+
+def test_run_id_from_the_run_directory(tmp_path):
+    from forgetting.cost.prompts import run_id_from_path
+
+    assert (
+        run_id_from_path(tmp_path / "results" / "runs" / "mini" / "baseline" / "t" / "2")
+        == "mini/baseline/t/2"
+    )
+    assert run_id_from_path(tmp_path / "elsewhere") == "elsewhere"
 
 
 def test_paths_that_are_not_runs(tmp_path):

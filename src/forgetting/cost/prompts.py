@@ -144,7 +144,7 @@ def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> Ru
     store = BlockStore()
     by_key: dict[str, int] = {}
     gen = store.intern(chat_format.generation_prompt_ids())
-    rid = run_id or str(log.header.get("run_id") or Path(path).resolve().parent.name)
+    rid = run_id or str(log.header.get("run_id") or run_id_from_path(Path(path).resolve().parent))
     run = RunPrompts(rid, Path(path), "calllog", store)
     for n, call in enumerate(log.calls, start=1):
         blocks = []
@@ -171,6 +171,16 @@ def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> Ru
     return run
 
 
+def run_id_from_path(run_dir: Path) -> str:
+    """``agent/configuration/task/repeat`` for a directory under ``…/runs/``, else its name."""
+    parts = run_dir.parts
+    if "runs" in parts:
+        tail = parts[len(parts) - 1 - parts[::-1].index("runs") + 1 :]
+        if tail:
+            return "/".join(tail)
+    return run_dir.name
+
+
 def detect_kind(path: Path) -> tuple[SourceKind, Path]:
     """What ``path`` is: a run directory, a call log, or a mini-swe-agent trajectory."""
     from forgetting import layout
@@ -188,8 +198,8 @@ def detect_kind(path: Path) -> tuple[SourceKind, Path]:
     if not path.is_file():
         raise RunOutputError(f"{path}: no such file or directory")
     with open(path, "rb") as fh:
-        head = fh.read(4096).lstrip()
-    if head.startswith(b"{") and b'"type":"header"' in head.split(b"\n", 1)[0].replace(b" ", b""):
+        head = fh.readline(1 << 20).strip()
+    if head.startswith(b"{") and b'"type":"header"' in head.replace(b" ", b""):
         return "calllog", path
     if head.startswith((b"{", b"[")):
         return "trajectory", path

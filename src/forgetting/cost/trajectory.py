@@ -30,13 +30,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from forgetting import chat_format
+from forgetting import chat_format, layout
 from forgetting.cost.prompts import (
     BlockStore,
     CallPrompt,
     RunPrompts,
     completion_tokens,
     reported_cached_tokens,
+    run_id_from_path,
 )
 from forgetting.errors import RunOutputError
 from forgetting.messages import detect_style, prompt_messages
@@ -128,6 +129,8 @@ def from_trajectory(path: str | os.PathLike[str], run_id: str | None = None) -> 
     implicit = [store.intern(s.ids) for s in segments if s.message_index is None]
     by_message = [store.intern(s.ids) for s in segments if s.message_index is not None]
     gen = store.intern(chat_format.generation_prompt_ids())
+    if run_id is None and p.name == layout.TRAJECTORY:  # inside a run directory
+        run_id = run_id_from_path(p.resolve().parent)
     name = p.name.removesuffix(".json").removesuffix(".traj")
     rid = run_id or str((data.get("info") or {}).get("instance_id") or name)
     run = RunPrompts(rid, p, "trajectory", store)
@@ -148,6 +151,4 @@ def from_trajectory(path: str | os.PathLike[str], run_id: str | None = None) -> 
                 finish_reason=_choice(response).get("finish_reason"),
             )
         )
-    if not run.calls:
-        raise RunOutputError(f"{p}: the trajectory has no model call (no assistant message)")
     return run
