@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "dataset",
     "evaluate",
     "label",
+    "cost",
 )
 
 

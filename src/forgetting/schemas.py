@@ -95,12 +95,17 @@ CALLS_SCHEMA = pa.schema(
         ("n_messages", pa.int32()),
         ("prompt_tokens", pa.int64()),
         ("output_tokens", pa.int64()),
+        ("prefix_tokens", pa.int64()),  # longest common prefix with any earlier prompt (profile-free)
+        # split of the prompt under the primary pricing profile (docs/cost.md)
         ("cached_tokens", pa.int64()),
         ("new_tokens", pa.int64()),
         ("rebilled_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()),
         ("reported_cached_tokens", pa.int64()),  # null when the server reported none
-        ("deleted_parts", pa.int32()),
-        ("deleted_tokens", pa.int64()),
+        ("deleted_parts", pa.int32()),  # parts rewritten in this prompt (cumulative)
+        ("deleted_tokens", pa.int64()),  # tokens those rewrites removed from this prompt
+        ("new_deleted_parts", pa.int32()),  # parts first rewritten in this call
+        ("new_deleted_tokens", pa.int64()),
         ("finish_reason", pa.string()),
         ("cost_flat", pa.float64()),
         ("cost_cache", pa.float64()),
@@ -128,18 +133,25 @@ RUN_COSTS_SCHEMA = pa.schema(
     [
         ("run_id", pa.string()),
         ("profile", pa.string()),
+        ("calls", pa.int32()),
         ("prompt_tokens", pa.int64()),
         ("cached_tokens", pa.int64()),
         ("new_tokens", pa.int64()),
         ("rebilled_tokens", pa.int64()),
+        ("cache_write_tokens", pa.int64()),
         ("output_tokens", pa.int64()),
         ("cost_cached", pa.float64()),
         ("cost_new", pa.float64()),
         ("cost_rebilled", pa.float64()),
-        ("cost_cache_write", pa.float64()),
+        ("cost_cache_write", pa.float64()),  # the write premium over the input price
         ("cost_output", pa.float64()),
         ("cost_cache", pa.float64()),
         ("cost_flat", pa.float64()),
+        # agreement with server-reported cache hits, over the calls that reported them
+        ("reported_calls", pa.int32()),
+        ("reported_cached_tokens", pa.int64()),  # null when no call reported
+        ("reconstructed_cached_tokens", pa.int64()),  # this profile's hits on those calls
+        ("cache_agreement", pa.float64()),  # reported / reconstructed
     ]
 )
 

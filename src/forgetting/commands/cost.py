@@ -1,0 +1,143 @@
+"""``forgetting cost``: flat and caching-aware cost of a run's model calls (SPEC §5).
+
+PATH is a run directory (its ``calls.jsonl``, else its trajectory), a call log, or a
+mini-swe-agent trajectory (``*.traj.json``, 1.x or 2.x). Prints one row per call and a
+summary line per run and pricing profile; ``--out`` writes the rows (primary profile:
+the first ``--pricing``) as Parquet or CSV instead of printing them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+_ROW_COLUMNS = (
+    ("call", "call"),
+    ("n_messages", "msgs"),
+    ("prompt_tokens", "prompt"),
+    ("cached_tokens", "cached"),
+    ("new_tokens", "new"),
+    ("rebilled_tokens", "rebilled"),
+    ("output_tokens", "output"),
+    ("deleted_parts", "del_parts"),
+    ("deleted_tokens", "del_tokens"),
+    ("reported_cached_tokens", "reported"),
+    ("cost_flat", "cost_flat"),
+    ("cost_cache", "cost_cache"),
+)
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "cost",
+        help="flat and caching-aware cost of a run's model calls",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="run directory, calls.jsonl or *.traj.json")
+    p.add_argument(
+        "--pricing",
+        action="append",
+        metavar="NAME",
+        help="pricing profile (resources/pricing/NAME.yaml, or a .yaml path); repeat for more; "
+        "the first is primary (default: paper)",
+    )
+    p.add_argument(
+        "--pricing-dir", metavar="DIR", help="where the price sheets live (default: resources/pricing)"
+    )
+    p.add_argument("--out", metavar="FILE", help="write the per-call rows to FILE.parquet or FILE.csv")
+    p.add_argument("--run-id", help="run id for the rows (default: the call log's, or the file name)")
+    p.set_defaults(func=run)
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f} %" if whole else "n/a"
+
+
+def summary_line(result: Any, row: dict[str, Any], currency: str) -> str:
+    """The one-line summary of a run under one profile."""
+    n = row["prompt_tokens"]
+    total = row["cost_cache"]
+    flat = row["cost_flat"]
+    shares = [
+        f"cached input {_pct(row['cost_cached'], total)}",
+        f"new input {_pct(row['cost_new'], total)}",
+        f"re-billed input {_pct(row['cost_rebilled'], total)}",
+        f"output {_pct(row['cost_output'], total)}",
+    ]
+    if row["cost_cache_write"]:
+        shares.append(f"cache-write premium {_pct(row['cost_cache_write'], total)}")
+    saving = f" ({(total - flat) / flat:+.1%} vs flat)" if flat else ""
+    line = (
+        f"{result.run_id} [{row['profile']}]: {row['calls']} calls; prompt {n:,} tokens = "
+        f"cached {row['cached_tokens']:,} ({_pct(row['cached_tokens'], n)}) + new {row['new_tokens']:,} "
+        f"({_pct(row['new_tokens'], n)}) + re-billed {row['rebilled_tokens']:,} "
+        f"({_pct(row['rebilled_tokens'], n)}); "
+        f"output {row['output_tokens']:,}; deleted {result.summary['deleted_tokens']:,}; "
+        f"cost flat {flat:.6f} {currency}, caching-aware {total:.6f} {currency}{saving}; "
+        f"shares of cost: {', '.join(shares)}"
+    )
+    if row["reported_cached_tokens"] is not None:
+        ratio = f"{row['cache_agreement']:.3f}" if row["cache_agreement"] is not None else "n/a"
+        line += (
+            f"; server-reported cached {row['reported_cached_tokens']:,} vs reconstructed "
+            f"{row['reconstructed_cached_tokens']:,} over {row['reported_calls']} calls (ratio {ratio})"
+        )
+    return line
+
+
+def _print_rows(table: Any) -> None:
+    rows = table.to_pylist()
+    cells = [[h for _, h in _ROW_COLUMNS]]
+    for r in rows:
+        out = []
+        for key, _ in _ROW_COLUMNS:
+            v = r[key]
+            out.append("-" if v is None else f"{v:.6f}" if isinstance(v, float) else str(v))
+        cells.append(out)
+    widths = [max(len(c[i]) for c in cells) for i in range(len(_ROW_COLUMNS))]
+    for c in cells:
+        print("  ".join(x.rjust(w) for x, w in zip(c, widths, strict=True)))
+
+
+def _write(table: Any, out: Path) -> None:
+    from forgetting import schemas
+    from forgetting.atomic import atomic_path
+    from forgetting.errors import UserError
+
+    suffix = out.suffix.lower()
+    if suffix == ".parquet":
+        schemas.write_dataset(table, out, schemas.CALLS_SCHEMA)
+    elif suffix == ".csv":
+        import pyarrow.csv as pacsv
+
+        with atomic_path(out) as tmp:
+            pacsv.write_csv(table, str(tmp))
+    else:
+        raise UserError(f"--out {out}: unknown format {suffix or '(none)'}; use .parquet or .csv")
+
+
+def run(args: argparse.Namespace) -> int:
+    import pyarrow as pa
+
+    from forgetting.cost import cost_run, load_profiles
+    from forgetting.errors import UserError
+
+    out = Path(args.out) if args.out else None
+    if out is not None and out.suffix.lower() not in (".parquet", ".csv"):
+        raise UserError(f"--out {out}: unknown format {out.suffix or '(none)'}; use .parquet or .csv")
+    if args.run_id and len(args.paths) > 1:
+        raise UserError("--run-id names one run; give one PATH with it")
+    profiles = load_profiles(args.pricing_dir, args.pricing or ["paper"])
+    results = [cost_run(path, profiles, run_id=args.run_id) for path in args.paths]
+    if out is None:
+        for result in results:
+            _print_rows(result.calls)
+    for result in results:
+        for profile in profiles:
+            print(summary_line(result, result.profile_row(profile.name), profile.currency))
+    if out is not None:
+        _write(pa.concat_tables([r.calls for r in results]), out)
+        print(f"{sum(r.calls.num_rows for r in results)} call rows -> {out}")
+    return 0

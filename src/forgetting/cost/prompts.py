@@ -1,0 +1,216 @@
+"""A run's prompts as sequences of token *blocks*, read from a call log or a trajectory.
+
+Every prompt of the Qwen3-Coder chat format is the concatenation of one block per message
+(:func:`forgetting.chat_format.prompt_segments`) and the generation prompt
+``<|im_start|>assistant\\n``. A run's prompts share almost all their blocks, so each
+distinct block is stored once in a :class:`BlockStore` (interned by its token ids, so two
+blocks with equal ids are one block even when their messages differ in fields the template
+does not render) and a prompt is a tuple of block ids. Nothing is re-tokenized: a call
+log's blocks are its segment records; a trajectory's messages are rendered once each.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from forgetting import chat_format
+from forgetting.errors import RunOutputError
+
+SourceKind = Literal["calllog", "trajectory"]
+
+
+class BlockStore:
+    """The distinct token blocks of one run, interned by content; ids are dense from 0."""
+
+    def __init__(self) -> None:
+        self.arrays: list[np.ndarray] = []
+        self._index: dict[bytes, int] = {}
+
+    def intern(self, ids: Iterable[int]) -> int:
+        arr = np.asarray(list(ids) if not isinstance(ids, np.ndarray) else ids, dtype=np.int32)
+        key = arr.tobytes()
+        bid = self._index.get(key)
+        if bid is None:
+            bid = len(self.arrays)
+            arr.setflags(write=False)
+            self.arrays.append(arr)
+            self._index[key] = bid
+        return bid
+
+    def length(self, bid: int) -> int:
+        return int(self.arrays[bid].shape[0])
+
+    def tokens(self, blocks: Sequence[int]) -> list[int]:
+        """The concatenated token ids of a block sequence (for reference checks and tests)."""
+        out: list[int] = []
+        for b in blocks:
+            out += self.arrays[b].tolist()
+        return out
+
+    def __len__(self) -> int:
+        return len(self.arrays)
+
+
+@dataclass(frozen=True)
+class DeletedPart:
+    """One part newly rewritten by the deletion proxy in a call (from its ``deleted`` record)."""
+
+    identity: tuple[Any, ...] | None  # (turn, part) when the record names them
+    tokens: int  # tokens removed from the part
+
+
+@dataclass
+class CallPrompt:
+    """One model call: its prompt as block ids (message blocks, then the generation prompt)."""
+
+    call: int  # 1-based
+    blocks: tuple[int, ...]
+    n_messages: int
+    output_tokens: int
+    reported_cached: int | None = None
+    time: float | None = None  # request time (call log) or response time (trajectory), unix s
+    finish_reason: str | None = None
+    deleted: tuple[DeletedPart, ...] = ()
+
+    @property
+    def n_positions(self) -> int:
+        """Message positions (blocks before the generation prompt)."""
+        return len(self.blocks) - 1
+
+
+@dataclass
+class RunPrompts:
+    run_id: str
+    source: Path
+    kind: SourceKind
+    store: BlockStore
+    calls: list[CallPrompt] = field(default_factory=list)
+
+    def prompt_tokens(self, call: CallPrompt) -> list[int]:
+        return self.store.tokens(call.blocks)
+
+    @property
+    def has_times(self) -> bool:
+        return bool(self.calls) and all(c.time is not None for c in self.calls)
+
+
+def reported_cached_tokens(usage: Mapping[str, Any] | None) -> int | None:
+    """Server-reported prompt-cache hits in an OpenAI-style usage record: vLLM / OpenAI
+    ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``,
+    DeepSeek ``prompt_cache_hit_tokens``; None when the server reported none."""
+    if not isinstance(usage, Mapping):
+        return None
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, Mapping) and isinstance(details.get("cached_tokens"), int):
+        return int(details["cached_tokens"])
+    for key in ("cache_read_input_tokens", "prompt_cache_hit_tokens"):
+        if isinstance(usage.get(key), int):
+            return int(usage[key])
+    return None
+
+
+def completion_tokens(usage: Mapping[str, Any] | None) -> int | None:
+    if isinstance(usage, Mapping) and isinstance(usage.get("completion_tokens"), int):
+        return int(usage["completion_tokens"])
+    return None
+
+
+def _deleted_part(record: Mapping[str, Any], where: str) -> DeletedPart:
+    if isinstance(record.get("removed_tokens"), int):
+        removed = int(record["removed_tokens"])
+    elif isinstance(record.get("tokens_before"), int) and isinstance(record.get("tokens_after"), int):
+        removed = int(record["tokens_before"]) - int(record["tokens_after"])
+    else:
+        raise RunOutputError(
+            f"{where}: a deleted record has neither removed_tokens nor tokens_before/tokens_after: {record!r}"
+        )
+    if removed < 0:
+        raise RunOutputError(f"{where}: a deleted record removes a negative number of tokens: {record!r}")
+    ident = (record["turn"], record["part"]) if "turn" in record and "part" in record else None
+    return DeletedPart(ident, removed)
+
+
+def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> RunPrompts:
+    """The prompts of a proxy call log (``calls.jsonl``): its segments' token ids as blocks."""
+    from forgetting.calllog import read_call_log
+
+    log = read_call_log(path)
+    store = BlockStore()
+    by_key: dict[str, int] = {}
+    gen = store.intern(chat_format.generation_prompt_ids())
+    rid = run_id or str(log.header.get("run_id") or run_id_from_path(Path(path).resolve().parent))
+    run = RunPrompts(rid, Path(path), "calllog", store)
+    for n, call in enumerate(log.calls, start=1):
+        blocks = []
+        for key in call.segments:
+            bid = by_key.get(key)
+            if bid is None:
+                bid = by_key[key] = store.intern(log.segments[key].token_ids)
+            blocks.append(bid)
+        blocks.append(gen)
+        where = f"{path}: call {call.index}"
+        response = call.response or {}
+        run.calls.append(
+            CallPrompt(
+                call=n,
+                blocks=tuple(blocks),
+                n_messages=len(log.messages(call)),
+                output_tokens=log.output_tokens(call),
+                reported_cached=reported_cached_tokens(call.usage),
+                time=call.t_request,
+                finish_reason=response.get("finish_reason"),
+                deleted=tuple(_deleted_part(d, where) for d in call.deleted),
+            )
+        )
+    return run
+
+
+def run_id_from_path(run_dir: Path) -> str:
+    """``agent/configuration/task/repeat`` for a directory under ``…/runs/``, else its name."""
+    parts = run_dir.parts
+    if "runs" in parts:
+        tail = parts[len(parts) - 1 - parts[::-1].index("runs") + 1 :]
+        if tail:
+            return "/".join(tail)
+    return run_dir.name
+
+
+def detect_kind(path: Path) -> tuple[SourceKind, Path]:
+    """What ``path`` is: a run directory, a call log, or a mini-swe-agent trajectory."""
+    from forgetting import layout
+
+    if path.is_dir():
+        for name, kind in ((layout.CALLS, "calllog"), (layout.TRAJECTORY, "trajectory")):
+            if (path / name).is_file():
+                return kind, path / name  # type: ignore[return-value]
+        trajs = sorted(path.glob("*.traj.json"))
+        if len(trajs) == 1:
+            return "trajectory", trajs[0]
+        raise RunOutputError(
+            f"{path}: no {layout.CALLS}, {layout.TRAJECTORY} or single *.traj.json here; not a run directory"
+        )
+    if not path.is_file():
+        raise RunOutputError(f"{path}: no such file or directory")
+    with open(path, "rb") as fh:
+        head = fh.readline(1 << 20).strip()
+    if head.startswith(b"{") and b'"type":"header"' in head.replace(b" ", b""):
+        return "calllog", path
+    if head.startswith((b"{", b"[")):
+        return "trajectory", path
+    raise RunOutputError(f"{path}: neither a call log (calls.jsonl) nor a trajectory (*.traj.json)")
+
+
+def load_run(path: str | os.PathLike[str], run_id: str | None = None) -> RunPrompts:
+    """The prompts of a run directory, a call log or a mini-swe-agent trajectory."""
+    kind, file = detect_kind(Path(path))
+    if kind == "calllog":
+        return from_call_log(file, run_id)
+    from forgetting.cost.trajectory import from_trajectory
+
+    return from_trajectory(file, run_id)
