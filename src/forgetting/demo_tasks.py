@@ -284,6 +284,20 @@ def build_base(
     return commit
 
 
+def is_clean_checkout(repo: Path, commit: str) -> bool:
+    """Whether ``repo`` is a git repository at ``commit`` with no changed or untracked files."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        env = git_env()
+        return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=False)
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0 or head.stdout.strip() != commit:
+        return False
+    status = git("status", "--porcelain", "--untracked-files=all")
+    return status.returncode == 0 and not status.stdout.strip()
+
+
 def base_commit_message(instance: Mapping[str, Any]) -> str:
     return f"{instance['repo'].split('/', 1)[1]} {instance['version']}"
 
