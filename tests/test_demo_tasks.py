@@ -236,65 +236,53 @@ def test_locate_commands_find_something(instance_id, checkouts):
 # --------------------------------------------------------------------------- validation
 
 
-def _task_copy(tmp_path: Path, instance_id: str) -> Path:
+JSON, YAML = "instance.json", "solution.yaml"
+
+
+def _broken_copy(tmp_path: Path, name: str, change: Any) -> tuple[Path, Path]:
+    """A copy of one task whose ``name`` file has ``change`` applied to its parsed data."""
     tasks = tmp_path / "tasks"
-    shutil.copytree(TASKS / instance_id, tasks / instance_id)
-    return tasks
+    shutil.copytree(TASKS / "demo__ledger-1", tasks / "demo__ledger-1")
+    path = tasks / "demo__ledger-1" / name
+    data = json.loads(path.read_text()) if name == JSON else yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data) if name == JSON else yaml.safe_dump(data))
+    return tasks, path
 
 
 @pytest.mark.parametrize(
-    ("change", "message"),
+    ("name", "change", "message"),
     [
-        (lambda d: d.pop("base_commit"), "instance.json: base_commit: expected a string"),
-        (lambda d: d.update(base_commit="abc"), "base_commit: expected a 40-digit hex"),
-        (lambda d: d.update(FAIL_TO_PASS="t.py::y"), "FAIL_TO_PASS: expected a list of pytest node ids"),
-        (lambda d: d.update(FAIL_TO_PASS=[]), "FAIL_TO_PASS: needs at least one test"),
-        (lambda d: d.update(repo="demo/other"), "repo: expected 'demo/ledger'"),
-        (lambda d: d.update(created_at="last tuesday"), "created_at: 'last tuesday' is not an ISO 8601"),
-        (lambda d: d.update(patch="--- a/x\n+++ b/x\n"), "patch: expected a unified diff"),
-        (lambda d: d.update(instance_id="demo__ledger-9"), "instance_id is 'demo__ledger-9', expected"),
+        (JSON, lambda d: d.pop("base_commit"), "instance.json: base_commit: expected a string"),
+        (JSON, lambda d: d.update(base_commit="abc"), "base_commit: expected a 40-digit hex"),
+        (JSON, lambda d: d.update(FAIL_TO_PASS="t.py::y"), "FAIL_TO_PASS: expected a list of pytest"),
+        (JSON, lambda d: d.update(FAIL_TO_PASS=[]), "FAIL_TO_PASS: needs at least one test"),
+        (JSON, lambda d: d.update(repo="demo/other"), "repo: expected 'demo/ledger'"),
+        (JSON, lambda d: d.update(created_at="last tuesday"), "created_at: 'last tuesday' is not"),
+        (JSON, lambda d: d.update(patch="--- a/x\n+++ b/x\n"), "patch: expected a unified diff"),
+        (JSON, lambda d: d.update(instance_id="demo__ledger-9"), "instance_id is 'demo__ledger-9'"),
+        (YAML, lambda d: d["edits"][0].pop("old"), "edits[0].old: expected a string"),
+        (YAML, lambda d: d["edits"][0].update(new=d["edits"][0]["old"]), "edits[0]: old and new are"),
+        (YAML, lambda d: d["edits"][0].update(path="../x.py"), "edits[0].path: '../x.py' must be"),
+        (YAML, lambda d: d["read"].append({"path": "x.py", "lines": [9, 2]}), "read[2].lines: expected"),
+        (YAML, lambda d: d.update(locate=[]), "locate: expected a non-empty list"),
+        (YAML, lambda d: d.update(hints="x"), "unknown key(s) hints"),
+        (YAML, lambda d: d.pop("test"), "test: expected a non-empty string"),
+        (YAML, lambda d: d["wrong_first"].pop("why"), "wrong_first.why: expected a string"),
     ],
 )
-def test_bad_instance_fields_are_one_line_errors(tmp_path, change, message):
-    tasks = _task_copy(tmp_path, "demo__ledger-1")
-    path = tasks / "demo__ledger-1/instance.json"
-    data = json.loads(path.read_text())
-    change(data)
-    path.write_text(json.dumps(data))
+def test_bad_task_fields_are_one_line_errors_naming_file_and_field(tmp_path, name, change, message):
+    tasks, path = _broken_copy(tmp_path, name, change)
+    load = load_instance if name == JSON else load_solution
     with pytest.raises(ResourceError) as info:
-        load_instance(tasks, "demo__ledger-1")
-    assert message in str(info.value)
-    assert str(path) in str(info.value) and "\n" not in str(info.value)
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (lambda d: d["edits"][0].pop("old"), "edits[0].old: expected a string"),
-        (lambda d: d["edits"][0].update(new=d["edits"][0]["old"]), "edits[0]: old and new are the same text"),
-        (lambda d: d["edits"][0].update(path="../x.py"), "edits[0].path: '../x.py' must be relative"),
-        (lambda d: d["read"].append({"path": "x.py", "lines": [9, 2]}), "lines: expected [first, last]"),
-        (lambda d: d.update(locate=[]), "locate: expected a non-empty list"),
-        (lambda d: d.update(hints="x"), "unknown key(s) hints"),
-        (lambda d: d.pop("test"), "test: expected a non-empty string"),
-        (lambda d: d["wrong_first"].pop("why"), "wrong_first.why: expected a string"),
-    ],
-)
-def test_bad_solution_fields_are_one_line_errors(tmp_path, change, message):
-    tasks = _task_copy(tmp_path, "demo__ledger-1")
-    path = tasks / "demo__ledger-1/solution.yaml"
-    data = yaml.safe_load(path.read_text())
-    change(data)
-    path.write_text(yaml.safe_dump(data))
-    with pytest.raises(ResourceError) as info:
-        load_solution(tasks, "demo__ledger-1")
+        load(tasks, "demo__ledger-1")
     assert message in str(info.value)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
 
 
 def test_solution_that_is_not_yaml(tmp_path):
-    tasks = _task_copy(tmp_path, "demo__ledger-1")
-    (tasks / "demo__ledger-1/solution.yaml").write_text("summary: [unclosed\n")
+    tasks, path = _broken_copy(tmp_path, YAML, lambda d: None)
+    path.write_text("summary: [unclosed\n")
     with pytest.raises(ResourceError, match=r"solution\.yaml: not valid YAML at line 2"):
         load_solution(tasks, "demo__ledger-1")
 

@@ -102,13 +102,18 @@ def _commit_date(created_at: str, path: Path) -> str:
     return f"{int(moment.timestamp())} +0000"
 
 
+def _task_file(tasks_dir: Path, instance_id: str, name: str, missing: str) -> tuple[Path, str]:
+    path = Path(tasks_dir) / instance_id / name
+    if not path.is_file():
+        raise ResourceError(f"{path}: {missing}")
+    return path, path.read_text(encoding="utf-8")
+
+
 def load_instance(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
     """A demo task's SWE-bench instance fields, checked."""
-    path = Path(tasks_dir) / instance_id / "instance.json"
-    if not path.is_file():
-        raise ResourceError(f"{path}: no such demo task {instance_id!r}")
+    path, text = _task_file(tasks_dir, instance_id, "instance.json", f"no such demo task {instance_id!r}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResourceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     _check_instance(data, path, instance_id)
@@ -184,11 +189,9 @@ def load_solution(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
     """A demo task's ``solution.yaml``, parsed and checked (see ``resources/demo/README.md``)."""
     import yaml
 
-    path = Path(tasks_dir) / instance_id / "solution.yaml"
-    if not path.is_file():
-        raise ResourceError(f"{path}: missing (every demo task needs a solution.yaml)")
+    path, text = _task_file(tasks_dir, instance_id, "solution.yaml", "missing (every demo task needs one)")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
