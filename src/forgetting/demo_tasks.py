@@ -280,6 +280,8 @@ def build_base(
         for p in dest.rglob("*")
         if p.is_file() and p.relative_to(dest).parts[0] != ".git"
     )
+    for name in files:  # the commit records every file as 100644; the working tree agrees
+        (dest / name).chmod(0o644)
     _git(dest, "add", "--force", "--", *files, env=env)
     tree = _git(dest, "write-tree", env=env).strip()
     commit = _git(dest, "commit-tree", tree, "-m", message, env=env).strip()
