@@ -199,6 +199,17 @@ def test_solution_edits_reproduce_the_gold_patch(instance_id, checkouts, tmp_pat
     for path in patched_files(instance["patch"]):
         assert (edited / path).read_text(encoding="utf-8") == (gold / path).read_text(encoding="utf-8"), path
     assert git(edited, "status", "--porcelain") == git(gold, "status", "--porcelain")
+    # Python trusts a cached .pyc whose source has the same mtime (in whole seconds) and size:
+    # an edit made within a second of a test run must change the size, or the run after it
+    # could still execute the old code
+    wrong = scratch_copy(base, tmp_path / "wrong")
+    if solution.get("wrong_first"):
+        apply_edits(wrong, [solution["wrong_first"]])
+    for path in patched_files(instance["patch"]):
+        size = (gold / path).stat().st_size
+        assert size != (base / path).stat().st_size, f"{path}: the fix keeps the file's size"
+        if path == (solution.get("wrong_first") or {}).get("path"):
+            assert size != (wrong / path).stat().st_size, f"{path}: fix and wrong_first have one size"
 
 
 @pytest.mark.parametrize("instance_id", IDS)
