@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "evaluate",
     "label",
     "cost",
+    "demo",
 )
 
 
