@@ -27,6 +27,7 @@ from forgetting.plan import plan_batches
 def study_file(tmp_path, monkeypatch):
     """A demo-kind study of the fixture task: 5 baseline runs of one agent, local backend."""
     row = evaltask.instance(tmp_path)
+    row["environment_setup_commit"] = row["base_commit"]  # the demo-task schema requires a commit hash
     tasks = tmp_path / "tasks"
     (tasks / row["instance_id"]).mkdir(parents=True)
     (tasks / row["instance_id"] / "instance.json").write_text(json.dumps(row))
