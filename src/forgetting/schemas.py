@@ -52,7 +52,7 @@ RUNS_SCHEMA = pa.schema(
         ("keep_last", pa.int32()),
         ("model_backend", pa.string()),
         # outcome (SPEC §3)
-        ("status", pa.string()),  # submitted | capped | context_exceeded | error
+        ("status", pa.string()),  # submitted | capped | context_exceeded | error | missing (collect)
         ("exit_status", pa.string()),  # the agent's own word (Submitted, LimitsExceeded, …)
         ("turns", pa.int32()),
         ("capped", pa.bool_()),
@@ -70,6 +70,12 @@ RUNS_SCHEMA = pa.schema(
         ("n_refetches_deleted", pa.int32()),
         ("n_refetches_kept", pa.int32()),
         ("median_refetch_distance", pa.float64()),
+        # deleted vs kept (SPEC §4): read outputs deleted from / kept in the context, and how many
+        # of each were later re-fetched
+        ("n_outputs_deleted", pa.int32()),
+        ("n_outputs_deleted_refetched", pa.int32()),
+        ("n_outputs_kept", pa.int32()),
+        ("n_outputs_kept_refetched", pa.int32()),
         # tokens and cost under the primary pricing profile (SPEC §5)
         ("prompt_tokens", pa.int64()),
         ("output_tokens", pa.int64()),

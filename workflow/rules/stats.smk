@@ -1,3 +1,84 @@
-# Paired bootstrap statistics, the paper's tables and the figures.
+# Paired bootstrap statistics, the paper's tables and the figures, all flagged for the
+# Snakemake HTML report:  snakemake --report results/report.html
+# They read only the collected datasets, so `--config regenerate=true` rebuilds them without
+# any agent, model or evaluation job (README: "Tables and figures from cached run outputs").
+from forgetting.figures import FIGURE_FORMATS, FIGURES
+from forgetting.stats.schemas import STATS
+from forgetting.tables import FORMATS as TABLE_FORMATS
+from forgetting.tables import TABLES
 
-ANALYSIS_TARGETS = [f"{RESULTS}/datasets/runs.parquet"]
+
+report: "../report/workflow.rst"
+
+
+STATS_FILES = {name: f"{RESULTS}/stats/{name}.parquet" for name in STATS}
+TABLE_FILES = [f"{RESULTS}/tables/{t}.{fmt}" for t in TABLES for fmt in TABLE_FORMATS]
+FIGURE_FILES = [f"{RESULTS}/figures/{f}.{fmt}" for f in FIGURES for fmt in FIGURE_FORMATS]
+ANALYSIS_TARGETS = [*STATS_FILES.values(), *TABLE_FILES, *FIGURE_FILES]
+
+
+def _reported(path, kind, name, fmt):
+    return report(
+        path,
+        caption=f"../report/{kind[:-1].lower()}_{name}.rst",
+        category=kind,
+        subcategory=name.replace("_", " "),
+        labels={kind[:-1].lower(): name, "format": fmt},
+    )
+
+
+rule stats:
+    input:
+        runs=f"{RESULTS}/datasets/runs.parquet",
+        tool_calls=f"{RESULTS}/datasets/tool_calls.parquet",
+        run_costs=f"{RESULTS}/datasets/run_costs.parquet",
+    output:
+        **STATS_FILES,
+    log:
+        f"{RESULTS}/logs/stats.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/stats.py"
+
+
+rule tables:
+    input:
+        **STATS_FILES,
+    output:
+        **{
+            f"{t}_{fmt}": _reported(f"{RESULTS}/tables/{t}.{fmt}", "Tables", t, fmt)
+            for t in TABLES
+            for fmt in TABLE_FORMATS
+        },
+    log:
+        f"{RESULTS}/logs/tables.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/tables.py"
+
+
+rule figures:
+    input:
+        **STATS_FILES,
+    output:
+        **{
+            f"{f}_{fmt}": _reported(f"{RESULTS}/figures/{f}.{fmt}", "Figures", f, fmt)
+            for f in FIGURES
+            for fmt in FIGURE_FORMATS
+        },
+    log:
+        f"{RESULTS}/logs/figures.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/figures.py"
+
+
+rule analysis:
+    """Every table and figure. From the collected datasets alone, with no upstream job:
+    snakemake analysis --allowed-rules stats tables figures analysis"""
+    input:
+        ANALYSIS_TARGETS,
+    localrule: True
