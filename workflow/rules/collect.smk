@@ -6,17 +6,13 @@
 DATASETS = ["runs", "calls", "tool_calls", "run_costs", "timings"]
 
 
-def collect_input(wildcards):
-    return [
-        path
-        for name in ("summary", "calls", "tool_calls", "run_costs")
-        for path in PLAN.batch_files(f"{BATCH_DIR}/{name}.parquet")
-    ]
-
-
 rule collect:
     input:
-        collect_input,
+        [
+            path
+            for name in ("summary", "calls", "tool_calls", "run_costs")
+            for path in PLAN.batch_files(f"{BATCH_DIR}/{name}.parquet")
+        ],
     output:
         expand(f"{RESULTS}/datasets/{{name}}.parquet", name=DATASETS),
     log:

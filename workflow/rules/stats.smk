@@ -17,16 +17,6 @@ FIGURE_FILES = [f"{RESULTS}/figures/{f}.{fmt}" for f in FIGURES for fmt in FIGUR
 ANALYSIS_TARGETS = [*STATS_FILES.values(), *TABLE_FILES, *FIGURE_FILES]
 
 
-def _reported(path, kind, name, fmt):
-    return report(
-        path,
-        caption=f"../report/{kind[:-1].lower()}_{name}.rst",
-        category=kind,
-        subcategory=name.replace("_", " "),
-        labels={kind[:-1].lower(): name, "format": fmt},
-    )
-
-
 rule stats:
     input:
         runs=f"{RESULTS}/datasets/runs.parquet",
@@ -47,7 +37,13 @@ rule tables:
         **STATS_FILES,
     output:
         **{
-            f"{t}_{fmt}": _reported(f"{RESULTS}/tables/{t}.{fmt}", "Tables", t, fmt)
+            f"{t}_{fmt}": report(
+                f"{RESULTS}/tables/{t}.{fmt}",
+                caption=f"../report/table_{t}.rst",
+                category="Tables",
+                subcategory=t.replace("_", " "),
+                labels={"table": t, "format": fmt},
+            )
             for t in TABLES
             for fmt in TABLE_FORMATS
         },
@@ -64,7 +60,13 @@ rule figures:
         **STATS_FILES,
     output:
         **{
-            f"{f}_{fmt}": _reported(f"{RESULTS}/figures/{f}.{fmt}", "Figures", f, fmt)
+            f"{f}_{fmt}": report(
+                f"{RESULTS}/figures/{f}.{fmt}",
+                caption=f"../report/figure_{f}.rst",
+                category="Figures",
+                subcategory=f.replace("_", " "),
+                labels={"figure": f, "format": fmt},
+            )
             for f in FIGURES
             for fmt in FIGURE_FORMATS
         },

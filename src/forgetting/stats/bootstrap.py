@@ -7,7 +7,8 @@ drawn in resample ``r``), and each statistic is computed for all resamples at on
 
 * a sum over tasks of per-task values ``x`` is ``W @ x``;
 * a median over runs, each run weighted by its task's multiplicity, is
-  :func:`weighted_median` (a cumulative sum and a search per row — no loop over resamples).
+  :func:`weighted_median` (a matrix product, a cumulative sum and a search per row — no loop
+  over resamples).
 
 The point estimate is the same statistic with ``W`` a single row of ones, so estimate and
 bootstrap share one implementation. The same ``W`` serves every evaluation of a study, which
@@ -64,47 +65,51 @@ def weighted_median(values: np.ndarray, task_of: np.ndarray, weights: np.ndarray
     ``values`` (m,) are run-level values (NaNs are left out), ``task_of`` (m,) their task
     indices into the columns of ``weights`` (R, n). The median is numpy's: the middle element,
     or the mean of the two middle elements of an even count. A resample with no values gives
-    NaN. Equal (value, task) pairs are merged first; then one cumulative sum over the sorted
-    values and a row-wise search find the two middle ranks of every resample — vectorised
-    over resamples (in blocks of rows, to bound memory), never a Python loop over them.
+    NaN.
+
+    How: the distinct values ``v_1 < … < v_V`` and a task × value count matrix ``M`` (n, V);
+    then ``W @ M`` is every resample's count of each distinct value, its cumulative sum along
+    the values locates the two middle ranks, and one search per row finds them — matrix
+    products and array operations over all resamples (in blocks of rows, to bound memory),
+    never a Python loop over them. Turn counts and distances have few distinct values, so
+    ``V`` is small.
     """
     values = np.asarray(values, dtype=np.float64)
     task_of = np.asarray(task_of, dtype=np.int64)
     keep = ~np.isnan(values)
     values, task_of = values[keep], task_of[keep]
-    resamples = weights.shape[0]
+    resamples, n_tasks = weights.shape
     if values.size == 0:
         return np.full(resamples, np.nan)
-    # sort by value (then task) and merge equal (value, task) pairs into one weighted entry
-    order = np.lexsort((task_of, values))
-    v, t = values[order], task_of[order]
-    starts = np.flatnonzero(np.r_[True, (v[1:] != v[:-1]) | (t[1:] != t[:-1])])
-    mult = np.diff(np.r_[starts, v.size]).astype(np.int64)
-    sorted_values, tasks = v[starts], t[starts]
-    m = sorted_values.size
+    distinct, which = np.unique(values, return_inverse=True)
+    counts = np.zeros((n_tasks, distinct.size))
+    np.add.at(counts, (task_of, which.ravel()), 1.0)
+    used = counts.any(axis=0)  # (all are, unless a value's tasks are all masked later)
+    distinct, counts = distinct[used], counts[:, used]
     out = np.empty(resamples)
-    block = max(1, _BLOCK_ELEMENTS // m)
+    block = max(1, _BLOCK_ELEMENTS // max(distinct.size, n_tasks))
     for first in range(0, resamples, block):
-        out[first : first + block] = _median_block(sorted_values, tasks, mult, weights[first : first + block])
+        out[first : first + block] = _median_block(distinct, counts, weights[first : first + block])
     return out
 
 
-def _median_block(
-    sorted_values: np.ndarray, tasks: np.ndarray, mult: np.ndarray, weights: np.ndarray
-) -> np.ndarray:
-    rows_n, m = weights.shape[0], sorted_values.size
-    cum = np.cumsum(weights[:, tasks].astype(np.int64) * mult[None, :], axis=1)  # rows nondecreasing
-    total = cum[:, -1]
+def _median_block(distinct: np.ndarray, counts: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    rows_n, size = weights.shape[0], distinct.size
+    # integer-valued floats: exact up to 2**53
+    w = weights if weights.dtype == np.float64 else weights.astype(np.float64)
+    cum = np.cumsum(w @ counts, axis=1)  # (rows, V), rows nondecreasing
+    total = cum[:, -1].copy()
     # a row-wise searchsorted on one flat array: shift row r by r * (max total + 1)
-    stride = int(total.max()) + 1
-    offsets = np.arange(rows_n, dtype=np.int64) * stride
-    flat = (cum + offsets[:, None]).ravel()
-    base = np.arange(rows_n, dtype=np.int64) * m
-    lower_rank = (total - 1) // 2  # 0-based ranks of the two middle elements
-    upper_rank = total // 2
-    lo = np.clip(np.searchsorted(flat, lower_rank + offsets, side="right") - base, 0, m - 1)
-    hi = np.clip(np.searchsorted(flat, upper_rank + offsets, side="right") - base, 0, m - 1)
-    out = (sorted_values[lo] + sorted_values[hi]) / 2.0
+    stride = float(total.max()) + 1.0
+    offsets = np.arange(rows_n, dtype=np.float64) * stride
+    cum += offsets[:, None]
+    flat = cum.ravel()
+    base = np.arange(rows_n, dtype=np.int64) * size
+    lower_rank = np.floor((total - 1.0) / 2.0)  # 0-based ranks of the two middle elements
+    upper_rank = np.floor(total / 2.0)
+    lo = np.clip(np.searchsorted(flat, lower_rank + offsets, side="right") - base, 0, size - 1)
+    hi = np.clip(np.searchsorted(flat, upper_rank + offsets, side="right") - base, 0, size - 1)
+    out = (distinct[lo] + distinct[hi]) / 2.0
     out[total == 0] = np.nan
     return out
 

@@ -98,8 +98,9 @@ class Bootstrap:
     def __init__(self, data: StudyData, settings: StatsSettings) -> None:
         self.data = data
         self.settings = settings
-        self.weights = resample_weights(data.n_tasks, settings.resamples, settings.seed)
-        self.ones = ones_weights(data.n_tasks)
+        # task multiplicities as floats once: every statistic multiplies them
+        self.weights = resample_weights(data.n_tasks, settings.resamples, settings.seed).astype(np.float64)
+        self.ones = ones_weights(data.n_tasks).astype(np.float64)
         self._cache: dict[tuple[tuple[str, str], bytes], tuple[dict, dict]] = {}
 
     def statistics(

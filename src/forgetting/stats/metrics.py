@@ -263,8 +263,10 @@ def group_statistics(
     both have); ``weights`` is ``(R, n)`` task multiplicities. Sums run over tasks of per-task
     means over repeats, so a 5-repeat baseline counts like a 1-repeat configuration.
     """
-    w = weights if mask is None else weights * mask[None, :].astype(weights.dtype)
-    totals = w.astype(np.float64) @ group.means  # (R, len(LINEAR))
+    w = weights.astype(np.float64, copy=False)
+    if mask is not None and not mask.all():
+        w = w * mask[None, :]
+    totals = w @ group.means  # (R, len(LINEAR))
 
     def col(name: str) -> np.ndarray:
         return totals[:, _COL[name]]

@@ -92,6 +92,8 @@ _LATEX_ESCAPES = {
     "·": r"$\cdot$",
     "≥": r"$\geq$",
     "→": r"$\rightarrow$",
+    "α": r"$\alpha$",
+    "±": r"$\pm$",
 }
 
 
