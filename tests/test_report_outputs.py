@@ -8,15 +8,15 @@ import sys
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from conftest import ROOT, bin_path, cli_env
+from PIL import Image
+from stats_study import make_study
+
 from forgetting.collect import collect
 from forgetting.figures import FIGURE_FORMATS, FIGURES
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset
 from forgetting.tables import FORMATS, TABLES
-from stats_study import make_study
 
 pytestmark = pytest.mark.slow
 
