@@ -165,7 +165,7 @@ def to_latex(table: Table, label: str | None = None) -> str:
 _HTML_STYLE = (
     "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;margin:1em;color:#111}"
     "table{border-collapse:collapse}caption{font-weight:600;text-align:left;padding:0 0 .5em}"
-    "th,td{padding:.2em .6em;white-space:nowrap}thead th{border-bottom:2px solid #333}"
+    "th,td{padding:.2em .6em;white-space:nowrap;text-align:left}thead th{border-bottom:2px solid #333}"
     "tbody tr.group td{border-top:1px solid #999}td.r,th.r{text-align:right}td.c,th.c{text-align:center}"
     "tbody tr:nth-child(even){background:#f5f5f5}p.note{max-width:70em;color:#333;font-size:13px}"
 )
