@@ -24,6 +24,8 @@ COMMANDS: tuple[str, ...] = (
     "label",
     "cost",
     "demo",
+    "collect",
+    "report",
 )
 
 

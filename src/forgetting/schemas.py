@@ -52,7 +52,7 @@ RUNS_SCHEMA = pa.schema(
         ("keep_last", pa.int32()),
         ("model_backend", pa.string()),
         # outcome (SPEC §3)
-        ("status", pa.string()),  # submitted | capped | context_exceeded | error
+        ("status", pa.string()),  # submitted | capped | context_exceeded | error | missing (collect)
         ("exit_status", pa.string()),  # the agent's own word (Submitted, LimitsExceeded, …)
         ("turns", pa.int32()),
         ("capped", pa.bool_()),

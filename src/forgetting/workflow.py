@@ -49,8 +49,26 @@ class WorkflowPlan:
         ]
 
 
+#: top-level boolean keys a user sets with ``--config KEY=true``
+COMMAND_LINE_FLAGS: tuple[str, ...] = ("regenerate", "force_rerun")
+
+
+def normalize_flags(config: Any) -> None:
+    """Turn ``--config regenerate=true`` (Snakemake keeps ``true``/``false`` as strings; only
+    ``True``/``False`` become booleans) into booleans, in place, before schema validation."""
+    for key in COMMAND_LINE_FLAGS:
+        value = config.get(key) if hasattr(config, "get") else None
+        if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no", "1", "0"):
+            config[key] = value.strip().lower() in ("true", "yes", "1")
+
+
 def load(config: Mapping[str, Any], root: str | Path = ".", source: str = "config") -> WorkflowPlan:
-    """The study of a Snakemake ``config``; a bad config exits with one line, status 2."""
+    """The study of a Snakemake ``config``; a bad config exits with one line, status 2.
+
+    Boolean flags given on the command line as strings are normalised in ``config`` itself
+    (see :func:`normalize_flags`), so the Snakefile's schema validation and the rules see booleans.
+    """
+    normalize_flags(config)
     try:
         study = study_from_mapping(config, source=source, root=Path(root).resolve())
     except UserError as exc:

@@ -1,11 +1,18 @@
-# Every batch's analysis into the study's Parquet datasets (runs, calls, tool calls).
+# Every batch's analysis into the study's Parquet datasets (runs, calls, tool calls, run costs,
+# timings). A planned run without readable output is named in the log, one line per run;
+# statistics.missing_runs decides whether that stops collection (fail) or is kept as a
+# `missing` row (mark).
 
 DATASETS = ["runs", "calls", "tool_calls", "run_costs", "timings"]
 
 
 rule collect:
     input:
-        PLAN.batch_files(f"{BATCH_DIR}/summary.parquet"),
+        [
+            path
+            for name in ("summary", "calls", "tool_calls", "run_costs")
+            for path in PLAN.batch_files(f"{BATCH_DIR}/{name}.parquet")
+        ],
     output:
         expand(f"{RESULTS}/datasets/{{name}}.parquet", name=DATASETS),
     log:

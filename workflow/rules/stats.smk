@@ -1,3 +1,86 @@
-# Paired bootstrap statistics, the paper's tables and the figures.
+# Paired bootstrap statistics, the paper's tables and the figures, all flagged for the
+# Snakemake HTML report:  snakemake --report results/report.html
+# They read only the collected datasets, so `--config regenerate=true` rebuilds them without
+# any agent, model or evaluation job (README: "Tables and figures from cached run outputs").
+from forgetting.figures import FIGURE_FORMATS, FIGURES
+from forgetting.stats.schemas import STATS
+from forgetting.tables import FORMATS as TABLE_FORMATS
+from forgetting.tables import TABLES
 
-ANALYSIS_TARGETS = [f"{RESULTS}/datasets/runs.parquet"]
+
+report: "../report/workflow.rst"
+
+
+STATS_FILES = {name: f"{RESULTS}/stats/{name}.parquet" for name in STATS}
+TABLE_FILES = [f"{RESULTS}/tables/{t}.{fmt}" for t in TABLES for fmt in TABLE_FORMATS]
+FIGURE_FILES = [f"{RESULTS}/figures/{f}.{fmt}" for f in FIGURES for fmt in FIGURE_FORMATS]
+ANALYSIS_TARGETS = [*STATS_FILES.values(), *TABLE_FILES, *FIGURE_FILES]
+
+
+rule stats:
+    input:
+        runs=f"{RESULTS}/datasets/runs.parquet",
+        tool_calls=f"{RESULTS}/datasets/tool_calls.parquet",
+        run_costs=f"{RESULTS}/datasets/run_costs.parquet",
+    output:
+        **STATS_FILES,
+    log:
+        f"{RESULTS}/logs/stats.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/stats.py"
+
+
+rule tables:
+    input:
+        **STATS_FILES,
+    output:
+        **{
+            f"{t}_{fmt}": report(
+                f"{RESULTS}/tables/{t}.{fmt}",
+                caption=f"../report/table_{t}.rst",
+                category="Tables",
+                subcategory=t.replace("_", " "),
+                labels={"table": t, "format": fmt},
+            )
+            for t in TABLES
+            for fmt in TABLE_FORMATS
+        },
+    log:
+        f"{RESULTS}/logs/tables.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/tables.py"
+
+
+rule figures:
+    input:
+        **STATS_FILES,
+    output:
+        **{
+            f"{f}_{fmt}": report(
+                f"{RESULTS}/figures/{f}.{fmt}",
+                caption=f"../report/figure_{f}.rst",
+                category="Figures",
+                subcategory=f.replace("_", " "),
+                labels={"figure": f, "format": fmt},
+            )
+            for f in FIGURES
+            for fmt in FIGURE_FORMATS
+        },
+    log:
+        f"{RESULTS}/logs/figures.log",
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/figures.py"
+
+
+rule analysis:
+    """Every table and figure. From the collected datasets alone, with no upstream job:
+    snakemake analysis --allowed-rules stats tables figures analysis"""
+    input:
+        ANALYSIS_TARGETS,
+    localrule: True

@@ -1,0 +1,44 @@
+"""``forgetting collect CONFIG``: every batch's analysis tables into the study's datasets.
+
+Names every planned run without readable output, one line per run, on stderr and in
+``results/…/logs/collect.log``; ``statistics.missing_runs`` decides whether that fails
+(the default) or keeps them as ``missing`` rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "collect",
+        help="collect batch analysis tables into the study's Parquet datasets",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", help="study config (e.g. config/config.yaml)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a top-level key, as snakemake --config does (repeatable)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgetting.collect import collect
+    from forgetting.commands.plan import parse_overrides
+    from forgetting.config import load_study
+    from forgetting.layout import Layout
+
+    study = load_study(args.config, parse_overrides(args.set))
+    log = Layout(study.results_dir).results / "logs" / "collect.log"
+    report = collect(study, log=log, echo=True)
+    where = Layout(study.results_dir).datasets
+    missing = f"; {len(report.missing)} marked missing" if report.missing else ""
+    print(f"{report.collected} of {report.planned} planned runs collected into {where}{missing}")
+    return 0

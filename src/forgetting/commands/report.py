@@ -1,0 +1,66 @@
+"""``forgetting report CONFIG``: statistics, tables and figures from the collected datasets.
+
+Reads only ``results/…/datasets/{runs,tool_calls,run_costs}.parquet`` (no run directory, no
+agent, model or evaluation), then writes ``stats/``, ``tables/`` and ``figures/``. The HTML
+report of the same files: ``snakemake analysis --allowed-rules stats tables figures analysis
+--report results/report.html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+STEPS = ("stats", "tables", "figures")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "report",
+        help="regenerate statistics, tables and figures from the datasets",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", help="study config (e.g. config/config.yaml)")
+    p.add_argument(
+        "--only",
+        choices=STEPS,
+        action="append",
+        help="run only this step (repeatable); later steps read the earlier steps' files",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a top-level key, e.g. --set statistics='{resamples: 2000}' (repeatable)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from forgetting.commands.plan import parse_overrides
+    from forgetting.config import load_study
+    from forgetting.figures import write_figures
+    from forgetting.layout import Layout
+    from forgetting.stats.run import write_stats
+    from forgetting.tables import write_tables
+
+    study = load_study(args.config, parse_overrides(args.set))
+    logs = Layout(study.results_dir).results / "logs"
+    steps = args.only or list(STEPS)
+    for step in STEPS:
+        if step not in steps:
+            continue
+        started = time.perf_counter()
+        if step == "stats":
+            paths = list(write_stats(study, log=logs / "stats.log").values())
+        elif step == "tables":
+            paths = write_tables(study, log=logs / "tables.log")
+        else:
+            paths = write_figures(study, log=logs / "figures.log")
+        where = sorted({str(p.parent) for p in paths})
+        print(f"{step}: {len(paths)} files in {', '.join(where)} ({time.perf_counter() - started:.1f} s)")
+    return 0

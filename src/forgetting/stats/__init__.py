@@ -1,0 +1,1 @@
+"""Paired-bootstrap statistics of a study (SPEC §6); see docs/statistics.md."""

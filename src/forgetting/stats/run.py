@@ -1,0 +1,116 @@
+"""The ``stats`` stage: datasets → ``results/…/stats/{effects,comparisons,summary}.parquet``.
+
+Reads only the collected datasets (``runs``, ``tool_calls``, ``run_costs``) and the study's
+``statistics`` and ``pricing`` settings, so it regenerates without any run directory.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from forgetting.config import Study
+from forgetting.errors import RunOutputError
+from forgetting.layout import Layout
+from forgetting.schemas import DATASETS, read_dataset, write_dataset
+from forgetting.stagelog import StageLog
+from forgetting.stats.comparisons import (
+    Bootstrap,
+    compute_comparisons,
+    compute_effects,
+    compute_summary,
+    cost_components,
+    missing_cost_runs,
+)
+from forgetting.stats.metrics import StudyData
+from forgetting.stats.schemas import STATS
+from forgetting.stats.settings import StatsSettings, settings_of
+
+#: the datasets the statistics read
+STATS_INPUTS: tuple[str, ...] = ("runs", "tool_calls", "run_costs")
+
+
+def compute_statistics(
+    runs: pa.Table,
+    tool_calls: pa.Table | None,
+    run_costs: pa.Table | None,
+    settings: StatsSettings,
+    *,
+    profile: str | None = None,
+    task_order: Sequence[str] = (),
+    agent_order: Sequence[str] = (),
+) -> dict[str, pa.Table]:
+    """The ``effects``, ``comparisons`` and ``summary`` tables of a study's datasets."""
+    data = StudyData.from_tables(runs, tool_calls, task_order=task_order, agent_order=agent_order)
+    for agent in data.agents:
+        data.baseline(agent)  # fails early, naming the agent, when a baseline is absent
+    components = None
+    if run_costs is not None and profile is not None:
+        lacking = missing_cost_runs(runs, run_costs, profile)
+        if lacking:
+            raise RunOutputError(
+                f"run_costs dataset: {len(lacking)} runs have no row for pricing profile {profile!r} "
+                f"(e.g. {lacking[0]}); rerun the cost analysis or set pricing.primary"
+            )
+        components = cost_components(runs, run_costs, profile, data)
+    boot = Bootstrap(data, settings)
+    return {
+        "effects": compute_effects(boot),
+        "comparisons": compute_comparisons(boot),
+        "summary": compute_summary(data, settings, components, profile),
+    }
+
+
+def _paths(
+    given: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None,
+    default_dir: Path,
+    names: Sequence[str],
+) -> dict[str, Path]:
+    if given is None:
+        return {n: default_dir / f"{n}.parquet" for n in names}
+    if isinstance(given, Mapping):
+        return {str(k): Path(v) for k, v in given.items() if str(k) in names}
+    return {Path(p).stem: Path(p) for p in given if Path(p).stem in names}
+
+
+def write_stats(
+    study: Study,
+    inputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
+    outputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
+    log: str | os.PathLike[str] | None = None,
+) -> dict[str, Path]:
+    """Compute the statistics of ``study`` from its datasets and write them atomically."""
+    layout = Layout(study.results_dir)
+    in_paths = _paths(inputs, layout.datasets, STATS_INPUTS)
+    out_paths = _paths(outputs, layout.stats, tuple(STATS))
+    settings = settings_of(study)
+    with StageLog(log) as out:
+        started = time.perf_counter()
+        tables = {
+            name: read_dataset(in_paths[name], DATASETS[name]) for name in STATS_INPUTS if name in in_paths
+        }
+        if "runs" not in tables:
+            raise RunOutputError("stats: no runs dataset given")
+        profile = str(study.section("pricing").get("primary", "paper"))
+        result = compute_statistics(
+            tables["runs"],
+            tables.get("tool_calls"),
+            tables.get("run_costs"),
+            settings,
+            profile=profile if "run_costs" in tables else None,
+            task_order=study.tasks,
+            agent_order=study.agents,
+        )
+        for name, path in out_paths.items():
+            write_dataset(result[name], path, STATS[name])
+        out.line(
+            f"stats: {result['effects'].num_rows} effect rows, "
+            f"{result['comparisons'].num_rows} comparison rows "
+            f"from {tables['runs'].num_rows} runs; {settings.resamples} resamples (seed {settings.seed}) "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
+    return out_paths

@@ -1,0 +1,103 @@
+"""Declared Parquet schemas of the statistics (``results/…/stats/``).
+
+``effects``      one row per evaluation (agent, configuration) and metric: the statistic on the
+                 configuration (``value``) and on its baseline (``reference``), the estimate
+                 (Δ or ratio), its percentile CI, bootstrap p-value and raw significance.
+``comparisons``  one row per pair of configurations (delayed vs immediate, turn vs token) and
+                 metric: the estimate of each and the paired difference ``second − first``.
+``summary``      one row per (agent, configuration) incl. the baseline: descriptive figures on
+                 all the group's tasks (tasks solved, median turns, capped, looping, totals,
+                 cost components under the primary pricing profile).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+_IDENTITY = [
+    ("agent", pa.string()),
+    ("configuration", pa.string()),
+    ("policy", pa.string()),
+    ("scope", pa.string()),
+    ("granularity", pa.string()),
+    ("amount", pa.float64()),
+    ("timing", pa.string()),
+    ("keep_last", pa.int32()),
+]
+
+EFFECTS_SCHEMA = pa.schema(
+    [
+        *_IDENTITY,
+        ("metric", pa.string()),
+        ("kind", pa.string()),  # difference | ratio | within | median
+        ("value", pa.float64()),
+        ("reference", pa.float64()),
+        ("estimate", pa.float64()),
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("null", pa.float64()),  # NaN: no test
+        ("p_value", pa.float64()),
+        ("significant", pa.bool_()),  # CI excludes the null; null when no test
+        ("n_tasks", pa.int32()),
+        ("n_undefined", pa.int32()),  # resamples where the statistic is undefined (e.g. no reads)
+    ]
+)
+
+COMPARISONS_SCHEMA = pa.schema(
+    [
+        ("agent", pa.string()),
+        ("comparison", pa.string()),  # timing (delayed → immediate) | granularity (turn → token)
+        ("first", pa.string()),
+        ("second", pa.string()),
+        ("policy", pa.string()),
+        ("scope", pa.string()),
+        ("granularity", pa.string()),  # null for granularity comparisons
+        ("amount", pa.float64()),
+        ("timing", pa.string()),  # null for timing comparisons
+        ("metric", pa.string()),
+        ("first_estimate", pa.float64()),
+        ("second_estimate", pa.float64()),
+        ("estimate", pa.float64()),  # second − first
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("p_value", pa.float64()),
+        ("significant", pa.bool_()),
+        ("n_tasks", pa.int32()),
+        ("n_undefined", pa.int32()),
+    ]
+)
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        *_IDENTITY,
+        ("n_runs", pa.int32()),
+        ("n_missing", pa.int32()),
+        ("n_tasks", pa.int32()),
+        ("repeats", pa.int32()),
+        ("tasks_solved", pa.float64()),  # sum over tasks of the mean over repeats
+        ("median_turns", pa.float64()),
+        ("capped", pa.float64()),
+        ("looping", pa.float64()),
+        ("input_tokens", pa.float64()),
+        ("output_tokens", pa.float64()),
+        ("cost_flat", pa.float64()),
+        ("cost_cache", pa.float64()),
+        ("refetch_rate", pa.float64()),
+        ("refetch_distance", pa.float64()),
+        ("deleted_rate", pa.float64()),
+        ("kept_rate", pa.float64()),
+        ("model_backend", pa.string()),
+        ("pricing_profile", pa.string()),
+        ("cost_cached", pa.float64()),
+        ("cost_new", pa.float64()),
+        ("cost_rebilled", pa.float64()),
+        ("cost_cache_write", pa.float64()),
+        ("cost_output", pa.float64()),
+    ]
+)
+
+STATS: dict[str, pa.Schema] = {
+    "effects": EFFECTS_SCHEMA,
+    "comparisons": COMPARISONS_SCHEMA,
+    "summary": SUMMARY_SCHEMA,
+}

@@ -1,0 +1,78 @@
+"""The paper's tables as CSV, Markdown and LaTeX (see :mod:`forgetting.tables.build`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from forgetting.config import Study
+from forgetting.layout import Layout
+from forgetting.schemas import read_dataset
+from forgetting.stagelog import StageLog
+from forgetting.stats.labels import provenance_note
+from forgetting.stats.schemas import STATS
+from forgetting.stats.settings import settings_of
+from forgetting.tables.build import BUILDERS, FORMATS, TABLES, StatsTables
+from forgetting.tables.writers import write_table
+
+__all__ = ["FORMATS", "TABLES", "load_stats_tables", "table_paths", "write_tables"]
+
+
+def table_paths(tables_dir: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
+    """Table name → format → path under ``tables_dir``."""
+    d = Path(tables_dir)
+    return {name: {fmt: d / f"{name}.{fmt}" for fmt in FORMATS} for name in TABLES}
+
+
+def _stats_paths(
+    study: Study, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None
+) -> dict[str, Path]:
+    if inputs is None:
+        d = Layout(study.results_dir).stats
+        return {n: d / f"{n}.parquet" for n in STATS}
+    if isinstance(inputs, Mapping):
+        return {str(k): Path(v) for k, v in inputs.items() if str(k) in STATS}
+    return {Path(p).stem: Path(p) for p in inputs if Path(p).stem in STATS}
+
+
+def load_stats_tables(
+    study: Study, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None
+) -> StatsTables:
+    """The statistics of ``study`` (from its ``stats/`` Parquet files) ready for tables and figures."""
+    paths = _stats_paths(study, inputs)
+    tables = {n: read_dataset(paths[n], STATS[n]) for n in STATS}
+    synthetic = bool((study.raw.get("study") or {}).get("synthetic"))
+    provenance = provenance_note(synthetic, tables["summary"].column("model_backend").to_pylist())
+    return StatsTables.from_tables(
+        tables["effects"], tables["comparisons"], tables["summary"], settings_of(study), provenance
+    )
+
+
+def write_tables(
+    study: Study,
+    inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None,
+    outputs: Sequence[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None = None,
+    log: str | os.PathLike[str] | None = None,
+) -> list[Path]:
+    """Every table of :data:`TABLES` in every format; ``outputs`` (paths named ``{table}.{fmt}``) may
+    select a subset, by default all of them under ``results/…/tables/``."""
+    if outputs is None:
+        wanted = [
+            p for formats in table_paths(Layout(study.results_dir).tables).values() for p in formats.values()
+        ]
+    else:
+        wanted = [Path(p) for p in (outputs.values() if isinstance(outputs, Mapping) else outputs)]
+    by_table: dict[str, list[Path]] = {}
+    for p in wanted:
+        name = p.name.rsplit(".", 1)[0]
+        if name not in BUILDERS:
+            raise ValueError(f"{p}: not a table of this pipeline ({', '.join(TABLES)})")
+        by_table.setdefault(name, []).append(p)
+    st = load_stats_tables(study, inputs)
+    with StageLog(log) as out:
+        for name, paths in by_table.items():
+            table = BUILDERS[name](st)
+            write_table(table, paths)
+            out.line(f"table {name}: {len(table.rows)} rows → {', '.join(str(p) for p in paths)}")
+    return wanted

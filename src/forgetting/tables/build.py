@@ -1,0 +1,639 @@
+"""The paper's tables from the statistics (``stats/{effects,comparisons,summary}.parquet``).
+
+=====================  ==========================================================================
+``table1``             per evaluation: tasks solved, Δ with CI, median run length change with CI,
+                       capped and looping runs (and each agent's baseline)
+``table2``             cost ratios, flat and caching-aware, with CIs, plus input/output token and
+                       cost-per-task-solved ratios — delayed configurations (and any policy
+                       beyond the paper's timings), as in the paper
+``table2_immediate``   the same for immediate configurations
+``refetch``            re-fetch rate ratio with CI, deleted-vs-kept re-fetch ratio with CI,
+                       median re-fetch distance with CI
+``cost_breakdown``     caching-aware cost split into cached / new / re-billed / (cache write) /
+                       output shares, per configuration incl. the baseline
+``comparisons``        paired comparisons: delayed → immediate and turn → token
+=====================  ==========================================================================
+
+Marks: ``*`` the 95 % CI excludes the null (0 for differences, 1 for ratios); ``†`` also
+significant after Holm–Bonferroni over the table's family (``statistics.holm_family``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from forgetting.stats.holm import holm_adjust
+from forgetting.stats.labels import SCOPE_LABELS, agent_label, amount_label
+from forgetting.stats.settings import StatsSettings
+from forgetting.tables import format as fmt
+from forgetting.tables.writers import Column, Table
+
+TABLES: tuple[str, ...] = ("table1", "table2", "table2_immediate", "refetch", "cost_breakdown", "comparisons")
+#: every table is written in each format; HTML is what the Snakemake report shows inline
+FORMATS: tuple[str, ...] = ("csv", "md", "tex", "html")
+
+_ID_COLUMNS = ["agent", "configuration", "timing", "scope", "granularity", "amount"]
+
+
+@dataclass(frozen=True)
+class StatsTables:
+    """The statistics as row dicts, looked up by (agent, configuration[, metric])."""
+
+    effects: Mapping[tuple[str, str, str], dict[str, Any]]
+    summary: Mapping[tuple[str, str], dict[str, Any]]
+    summary_order: Sequence[tuple[str, str]]
+    comparisons: Sequence[dict[str, Any]]
+    settings: StatsSettings
+    provenance: str = ""
+
+    @classmethod
+    def from_tables(
+        cls,
+        effects: pa.Table,
+        comparisons: pa.Table,
+        summary: pa.Table,
+        settings: StatsSettings,
+        provenance: str = "",
+    ) -> StatsTables:
+        eff = {(r["agent"], r["configuration"], r["metric"]): r for r in effects.to_pylist()}
+        summ_rows = summary.to_pylist()
+        return cls(
+            effects=eff,
+            summary={(r["agent"], r["configuration"]): r for r in summ_rows},
+            summary_order=[(r["agent"], r["configuration"]) for r in summ_rows],
+            comparisons=comparisons.to_pylist(),
+            settings=settings,
+            provenance=provenance,
+        )
+
+    @property
+    def n_tasks(self) -> int:
+        return max((int(r["n_tasks"]) for r in self.summary.values()), default=0)
+
+    def evaluations(self, keep: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[dict[str, Any]]:
+        return [self.summary[k] for k in self.summary_order if k[1] != "baseline" and keep(self.summary[k])]
+
+    def baseline(self, agent: str) -> dict[str, Any] | None:
+        return self.summary.get((agent, "baseline"))
+
+
+def _identity(row: Mapping[str, Any]) -> dict[str, str]:
+    if row["configuration"] == "baseline":
+        return {
+            "agent": agent_label(row["agent"]),
+            "timing": "baseline",
+            "scope": "",
+            "granularity": "",
+            "amount": "",
+        }
+    if row.get("policy") not in (None, "random") or row.get("scope") is None:
+        return {
+            "agent": agent_label(row["agent"]),
+            "timing": row.get("timing") or "",
+            "scope": row["configuration"],
+            "granularity": "",
+            "amount": "",
+        }
+    return {
+        "agent": agent_label(row["agent"]),
+        "timing": row.get("timing") or "",
+        "scope": SCOPE_LABELS.get(row["scope"], row["scope"]),
+        "granularity": row.get("granularity") or "",
+        "amount": amount_label(row.get("amount")),
+    }
+
+
+def _id_data(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: row.get(k) for k in _ID_COLUMNS}
+
+
+_ID_COLS = [
+    Column("agent", "Agent"),
+    Column("timing", "Timing"),
+    Column("scope", "Scope"),
+    Column("granularity", "Granularity"),
+    Column("amount", "Amount %", latex=r"Amount \%", align="r"),
+]
+
+
+class Holm:
+    """Collects the p-values of one table and adjusts them per family."""
+
+    def __init__(self, table: str, settings: StatsSettings) -> None:
+        self.table = table
+        self.settings = settings
+        self._tests: list[tuple[str, float]] = []
+
+    def add(self, family: str, p: Any) -> int:
+        key = family if self.settings.holm_family == "column" else self.table
+        self._tests.append((key, float("nan") if fmt.is_missing(p) else float(p)))
+        return len(self._tests) - 1
+
+    def resolve(self) -> tuple[list[float], list[bool]]:
+        adjusted = [float("nan")] * len(self._tests)
+        for family in sorted({f for f, _ in self._tests}):
+            idx = [i for i, (f, _) in enumerate(self._tests) if f == family]
+            adj = holm_adjust(np.array([self._tests[i][1] for i in idx]))
+            for i, a in zip(idx, adj.tolist(), strict=True):
+                adjusted[i] = a
+        reject = [not np.isnan(a) and a < self.settings.alpha for a in adjusted]
+        return adjusted, reject
+
+    @property
+    def family_text(self) -> str:
+        return (
+            "each column of this table"
+            if self.settings.holm_family == "column"
+            else "all tests of this table"
+        )
+
+
+def _notes(st: StatsTables, holm: Holm | None, extra: Sequence[str] = ()) -> list[str]:
+    s = st.settings
+    notes = [
+        f"Paired bootstrap over {st.n_tasks} tasks: {s.resamples} resamples (seed {s.seed}), "
+        f"{s.confidence:.0%} percentile CIs; each configuration and its baseline are evaluated on the "
+        "same resampled tasks; the baseline per task is the mean over its repeats.",
+    ]
+    if holm is not None:
+        notes.append(
+            f"{fmt.RAW_MARK} CI excludes the null (0 for differences, 1 for ratios); "
+            f"{fmt.HOLM_MARK} also significant after Holm–Bonferroni over {holm.family_text} "
+            f"(α = {s.alpha:.2f})."
+        )
+    notes.extend(extra)
+    short = sorted(
+        {
+            f"{r['agent']}/{r['configuration']} ({r['n_tasks']} tasks)"
+            for r in st.summary.values()
+            if int(r["n_tasks"]) < st.n_tasks
+        }
+    )
+    if short:
+        notes.append("Runs missing, compared on fewer tasks: " + ", ".join(short) + ".")
+    if st.provenance:
+        notes.append(st.provenance)
+    return notes
+
+
+class _Marked:
+    """Defers the marks of estimate cells until Holm has seen every test of the table."""
+
+    def __init__(self, table: Table, holm: Holm) -> None:
+        self.table = table
+        self.holm = holm
+        self.pending: list[tuple[int, str, str, int, bool | None]] = []
+
+    def cell(
+        self,
+        row_index: int,
+        key: str,
+        text: str,
+        family: str,
+        effect: Mapping[str, Any] | None,
+        data_prefix: str,
+    ) -> None:
+        data = self.table.data[row_index]
+        if effect is None:
+            self.table.rows[row_index][key] = fmt.NA
+            return
+        test = self.holm.add(family, effect.get("p_value"))
+        data[f"{data_prefix}"] = effect.get("estimate")
+        data[f"{data_prefix}_ci_low"] = effect.get("ci_low")
+        data[f"{data_prefix}_ci_high"] = effect.get("ci_high")
+        data[f"{data_prefix}_p"] = effect.get("p_value")
+        data[f"{data_prefix}_significant"] = effect.get("significant")
+        self.pending.append((row_index, key, text, test, effect.get("significant")))
+        self.table.rows[row_index][key] = text
+
+    def finish(self, prefixes: Mapping[str, str]) -> None:
+        adjusted, reject = self.holm.resolve()
+        for row_index, key, text, test, raw in self.pending:
+            holm_sig = bool(raw is True and reject[test])
+            self.table.rows[row_index][key] = text + fmt.marks(raw, holm_sig) if text != fmt.NA else text
+            prefix = prefixes[key]
+            self.table.data[row_index][f"{prefix}_p_holm"] = adjusted[test]
+            self.table.data[row_index][f"{prefix}_significant_holm"] = holm_sig if raw is not None else None
+
+
+def _metric_columns(prefix: str) -> list[str]:
+    return [
+        prefix,
+        f"{prefix}_ci_low",
+        f"{prefix}_ci_high",
+        f"{prefix}_p",
+        f"{prefix}_significant",
+        f"{prefix}_p_holm",
+        f"{prefix}_significant_holm",
+    ]
+
+
+def table1(st: StatsTables) -> Table:
+    t = Table(
+        name="table1",
+        title="Table I. Tasks solved and run length per evaluation, against each agent's baseline",
+        columns=[
+            *_ID_COLS,
+            Column("solved", "Solved", align="r"),
+            Column("delta", "Δ solved [95 % CI]", latex=r"$\Delta$ solved [95\,\% CI]", align="r"),
+            Column("turns", "Median turns", align="r"),
+            Column(
+                "change", "Run length change [95 % CI]", latex=r"Run length change [95\,\% CI]", align="r"
+            ),
+            Column("capped", "Capped", align="r"),
+            Column("looping", "Looping", align="r"),
+        ],
+        data_columns=[
+            *_ID_COLUMNS,
+            "tasks_solved",
+            "median_turns",
+            *_metric_columns("delta_solved"),
+            *_metric_columns("turns_ratio"),
+            "capped",
+            "looping",
+            "n_tasks",
+        ],
+    )
+    holm = Holm("table1", st.settings)
+    marked = _Marked(t, holm)
+    for agent in dict.fromkeys(a for a, _ in st.summary_order):
+        base = st.baseline(agent)
+        rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
+        for r in rows:
+            data = {
+                **_id_data(r),
+                "tasks_solved": r["tasks_solved"],
+                "median_turns": r["median_turns"],
+                "capped": r["capped"],
+                "looping": r["looping"],
+                "n_tasks": r["n_tasks"],
+            }
+            display = {
+                **_identity(r),
+                "solved": fmt.count(r["tasks_solved"]),
+                "turns": fmt.count(r["median_turns"]),
+                "capped": fmt.count(r["capped"]),
+                "looping": fmt.count(r["looping"]),
+            }
+            t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
+            i = len(t.rows) - 1
+            if r["configuration"] == "baseline":
+                t.rows[i]["delta"] = t.rows[i]["change"] = ""
+                continue
+            d = st.effects.get((agent, r["configuration"], "tasks_solved"))
+            marked.cell(
+                i,
+                "delta",
+                fmt.with_interval(d["estimate"], d["ci_low"], d["ci_high"], 1, signed=True) if d else fmt.NA,
+                "tasks_solved",
+                d,
+                "delta_solved",
+            )
+            q = st.effects.get((agent, r["configuration"], "turns"))
+            marked.cell(
+                i,
+                "change",
+                fmt.percent_change(q["estimate"], q["ci_low"], q["ci_high"]) if q else fmt.NA,
+                "turns",
+                q,
+                "turns_ratio",
+            )
+    marked.finish({"delta": "delta_solved", "change": "turns_ratio"})
+    t.notes = _notes(
+        st,
+        holm,
+        [
+            "Solved: tasks solved (baseline: sum over tasks of the mean over its repeats). "
+            "Run length change: median turns over the baseline's, minus 1. "
+            "Capped: runs that reached the turn cap; looping: runs with ten identical tool calls in a row "
+            "(baseline: mean per repeat).",
+        ],
+    )
+    return t
+
+
+def _ratio_cell(e: Mapping[str, Any] | None) -> str:
+    return fmt.with_interval(e["estimate"], e["ci_low"], e["ci_high"], 2) if e else fmt.NA
+
+
+def _table2(st: StatsTables, name: str, title: str, keep: Callable[[dict[str, Any]], bool]) -> Table:
+    metrics = [
+        ("flat", "cost_flat", "Flat [95 % CI]", r"Flat [95\,\% CI]"),
+        ("cache", "cost_cache", "Caching-aware [95 % CI]", r"Caching-aware [95\,\% CI]"),
+        ("input", "input_tokens", "Input tokens", None),
+        ("output", "output_tokens", "Output tokens", None),
+        ("per_solved", "cost_per_solved", "Cost per task solved", None),
+    ]
+    t = Table(
+        name=name,
+        title=title,
+        columns=[*_ID_COLS, *[Column(k, h, latex=lt, align="r") for k, _, h, lt in metrics]],
+        data_columns=[
+            *_ID_COLUMNS,
+            *[c for _, m, _, _ in metrics for c in _metric_columns(f"{m}_ratio")],
+            "n_tasks",
+        ],
+    )
+    holm = Holm(name, st.settings)
+    marked = _Marked(t, holm)
+    for r in st.evaluations(keep):
+        t.add(_identity(r), {**_id_data(r), "n_tasks": r["n_tasks"]}, group=f"{r['agent']}/{r.get('timing')}")
+        i = len(t.rows) - 1
+        for key, metric, _, _ in metrics:
+            e = st.effects.get((r["agent"], r["configuration"], metric))
+            marked.cell(i, key, _ratio_cell(e), metric, e, f"{metric}_ratio")
+    marked.finish({k: f"{m}_ratio" for k, m, _, _ in metrics})
+    t.notes = _notes(
+        st,
+        holm,
+        [
+            "Ratios to the uncompressed baseline of the same agent (below 1: cheaper). "
+            "Flat: every input token at the input price; caching-aware: the longest prefix shared with "
+            "an earlier prompt of the run at the cached price (a lower bound: no expiry, no write premium). "
+            "Cost per task solved uses caching-aware cost.",
+        ],
+    )
+    return t
+
+
+def table2(st: StatsTables) -> Table:
+    return _table2(
+        st,
+        "table2",
+        "Table II. Estimated cost relative to the baseline, delayed deletion",
+        lambda r: r.get("timing") != "immediate",
+    )
+
+
+def table2_immediate(st: StatsTables) -> Table:
+    return _table2(
+        st,
+        "table2_immediate",
+        "Table II (immediate). Estimated cost relative to the baseline, immediate deletion",
+        lambda r: r.get("timing") == "immediate",
+    )
+
+
+def refetch(st: StatsTables) -> Table:
+    t = Table(
+        name="refetch",
+        title="Re-fetching: re-fetch rate against the baseline, deleted vs kept outputs, re-fetch distance",
+        columns=[
+            *_ID_COLS,
+            Column("rate", "Re-fetch rate", align="r"),
+            Column("ratio", "Ratio [95 % CI]", latex=r"Ratio [95\,\% CI]", align="r"),
+            Column("deleted", "Deleted re-fetched", align="r"),
+            Column("kept", "Kept re-fetched", align="r"),
+            Column("dvk", "Deleted/kept [95 % CI]", latex=r"Deleted/kept [95\,\% CI]", align="r"),
+            Column("distance", "Distance [95 % CI]", latex=r"Distance [95\,\% CI]", align="r"),
+        ],
+        data_columns=[
+            *_ID_COLUMNS,
+            "refetch_rate",
+            *_metric_columns("refetch_ratio"),
+            "deleted_rate",
+            "kept_rate",
+            *_metric_columns("deleted_vs_kept"),
+            "refetch_distance",
+            "refetch_distance_ci_low",
+            "refetch_distance_ci_high",
+            "n_tasks",
+        ],
+    )
+    holm = Holm("refetch", st.settings)
+    marked = _Marked(t, holm)
+    for agent in dict.fromkeys(a for a, _ in st.summary_order):
+        base = st.baseline(agent)
+        rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
+        for r in rows:
+            data = {
+                **_id_data(r),
+                "refetch_rate": r["refetch_rate"],
+                "deleted_rate": r["deleted_rate"],
+                "kept_rate": r["kept_rate"],
+                "n_tasks": r["n_tasks"],
+            }
+            display = {
+                **_identity(r),
+                "rate": fmt.number(r["refetch_rate"], 3),
+                "deleted": fmt.number(r["deleted_rate"], 3),
+                "kept": fmt.number(r["kept_rate"], 3),
+            }
+            t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
+            i = len(t.rows) - 1
+            if r["configuration"] == "baseline":
+                t.rows[i]["ratio"] = t.rows[i]["dvk"] = ""
+                t.rows[i]["distance"] = fmt.number(r["refetch_distance"], 1)
+                t.data[i]["refetch_distance"] = r["refetch_distance"]
+                continue
+            e = st.effects.get((agent, r["configuration"], "refetch_rate"))
+            marked.cell(i, "ratio", _ratio_cell(e), "refetch_rate", e, "refetch_ratio")
+            dk = st.effects.get((agent, r["configuration"], "deleted_vs_kept"))
+            if dk is not None and fmt.is_missing(dk["estimate"]):
+                dk = None
+            marked.cell(i, "dvk", _ratio_cell(dk), "deleted_vs_kept", dk, "deleted_vs_kept")
+            dist = st.effects.get((agent, r["configuration"], "refetch_distance"))
+            if dist is not None:
+                t.rows[i]["distance"] = fmt.with_interval(
+                    dist["estimate"], dist["ci_low"], dist["ci_high"], 1
+                )
+                t.data[i].update(
+                    refetch_distance=dist["estimate"],
+                    refetch_distance_ci_low=dist["ci_low"],
+                    refetch_distance_ci_high=dist["ci_high"],
+                )
+            else:
+                t.rows[i]["distance"] = fmt.NA
+    marked.finish({"ratio": "refetch_ratio", "dvk": "deleted_vs_kept"})
+    rate_def = (
+        "re-fetches / reads pooled over the runs"
+        if st.settings.refetch_rate == "pooled"
+        else "the mean of the runs' re-fetch rates"
+    )
+    t.notes = _notes(
+        st,
+        holm,
+        [
+            f"Re-fetch rate: {rate_def} (a read is a re-fetch when ≥ 80 % of its distinct lines "
+            "were read before). Deleted/kept re-fetched: share of read outputs re-fetched among those "
+            "deleted from the context and among those kept; – where a configuration deletes no read "
+            "output or keeps none. "
+            "Distance: median turns between a re-fetch and the earlier read it repeats (no test).",
+        ],
+    )
+    return t
+
+
+def cost_breakdown(st: StatsTables) -> Table:
+    with_write = any(
+        not fmt.is_missing(r.get("cost_cache_write")) and r["cost_cache_write"] > 0
+        for r in st.summary.values()
+    )
+    parts = [
+        ("cached", "cost_cached", "Cached"),
+        ("new", "cost_new", "New"),
+        ("rebilled", "cost_rebilled", "Re-billed"),
+    ]
+    if with_write:
+        parts.append(("write", "cost_cache_write", "Cache write"))
+    parts.append(("output", "cost_output", "Output"))
+    t = Table(
+        name="cost_breakdown",
+        title="Cost breakdown under caching-aware pricing: share of each component, per configuration",
+        columns=[
+            *_ID_COLS,
+            Column("total", "Cost (USD)", align="r"),
+            Column("ratio", "× baseline", align="r"),
+            *[Column(k, f"{h} %", latex=rf"{h} \%", align="r") for k, _, h in parts],
+        ],
+        data_columns=[
+            *_ID_COLUMNS,
+            "pricing_profile",
+            "cost_total",
+            "ratio_to_baseline",
+            *[c for _, c, _ in parts],
+            *[f"{c}_share" for _, c, _ in parts],
+        ],
+    )
+    for agent in dict.fromkeys(a for a, _ in st.summary_order):
+        base = st.baseline(agent)
+        base_total = sum(float(base[c] or 0) for _, c, _ in parts) if base else float("nan")
+        rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
+        for r in rows:
+            comps = {c: r.get(c) for _, c, _ in parts}
+            if any(fmt.is_missing(v) for v in comps.values()):
+                total = float("nan")
+            else:
+                total = float(sum(comps.values()))
+            shares = {
+                c: (float(v) / total if total else float("nan")) if not fmt.is_missing(v) else float("nan")
+                for c, v in comps.items()
+            }
+            ratio = total / base_total if base_total else float("nan")
+            data = {
+                **_id_data(r),
+                "pricing_profile": r.get("pricing_profile"),
+                "cost_total": total,
+                "ratio_to_baseline": ratio,
+                **comps,
+                **{f"{c}_share": s for c, s in shares.items()},
+            }
+            display = {
+                **_identity(r),
+                "total": fmt.number(total, 2),
+                "ratio": fmt.number(ratio, 2),
+                **{k: fmt.number(shares[c] * 100, 0) for k, c, _ in parts},
+            }
+            t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
+    profile = next((r.get("pricing_profile") for r in st.summary.values() if r.get("pricing_profile")), "")
+    t.notes = _notes(
+        st,
+        None,
+        [
+            f"Pricing profile {profile!s}. Cost: caching-aware cost summed over tasks of the mean over "
+            "repeats. Cached: prompt prefix shared with an earlier prompt of the run; new: tokens of "
+            "messages new in the call; re-billed: content sent before but billed at the full input price "
+            "again because deletion broke the prefix (none in the baseline); output: generated tokens. "
+            "Shares in % of the configuration's own cost.",
+        ],
+    )
+    return t
+
+
+def comparisons(st: StatsTables) -> Table:
+    metrics = [
+        ("solved", "tasks_solved", "Δ solved", r"$\Delta$ solved", 1, True),
+        ("turns", "turns", "Δ run length ratio", r"$\Delta$ run length ratio", 2, True),
+        ("refetch", "refetch_rate", "Δ re-fetch ratio", r"$\Delta$ re-fetch ratio", 2, True),
+        ("flat", "cost_flat", "Δ flat cost ratio", r"$\Delta$ flat cost ratio", 2, True),
+        ("cache", "cost_cache", "Δ caching-aware ratio", r"$\Delta$ caching-aware ratio", 2, True),
+    ]
+    t = Table(
+        name="comparisons",
+        title="Paired comparisons between configurations: delayed → immediate and turn → token",
+        columns=[
+            Column("agent", "Agent"),
+            Column("comparison", "Comparison"),
+            Column("scope", "Scope"),
+            Column("fixed", "At"),
+            Column("amount", "Amount %", latex=r"Amount \%", align="r"),
+            *[Column(k, h, latex=lt, align="r") for k, _, h, lt, _, _ in metrics],
+        ],
+        data_columns=[
+            "agent",
+            "comparison",
+            "first",
+            "second",
+            "scope",
+            "granularity",
+            "timing",
+            "amount",
+            *[c for _, m, _, _, _, _ in metrics for c in _metric_columns(m)],
+            "n_tasks",
+        ],
+    )
+    by_pair: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    for c in st.comparisons:
+        by_pair.setdefault((c["agent"], c["first"], c["second"]), {})[c["metric"]] = c
+    holm = Holm("comparisons", st.settings)
+    marked = _Marked(t, holm)
+    for (agent, first, second), cells in by_pair.items():
+        any_row = next(iter(cells.values()))
+        kind = any_row["comparison"]
+        fixed = any_row["granularity"] if kind == "timing" else any_row["timing"]
+        label = "delayed → immediate" if kind == "timing" else "turn → token"
+        display = {
+            "agent": agent_label(agent),
+            "comparison": label,
+            "scope": SCOPE_LABELS.get(any_row["scope"], any_row["scope"] or ""),
+            "fixed": fixed or "",
+            "amount": amount_label(any_row["amount"]),
+        }
+        data = {
+            "agent": agent,
+            "comparison": kind,
+            "first": first,
+            "second": second,
+            "scope": any_row["scope"],
+            "granularity": any_row["granularity"],
+            "timing": any_row["timing"],
+            "amount": any_row["amount"],
+            "n_tasks": any_row["n_tasks"],
+        }
+        t.add(display, data, group=f"{agent}/{kind}")
+        i = len(t.rows) - 1
+        for key, metric, _, _, digits, signed in metrics:
+            c = cells.get(metric)
+            text = (
+                fmt.with_interval(c["estimate"], c["ci_low"], c["ci_high"], digits, signed=signed)
+                if c
+                else fmt.NA
+            )
+            marked.cell(i, key, text, f"{kind}/{metric}", c, metric)
+    prefixes = {k: m for k, m, _, _, _, _ in metrics}
+    marked.finish(prefixes)
+    holm_note = "Holm families: each comparison kind × column." if st.settings.holm_family == "column" else ""
+    t.notes = _notes(
+        st,
+        holm,
+        [
+            "Each cell: the second configuration's estimate minus the first's (Δ tasks solved, or the "
+            "ratio to the baseline), from the same resamples. " + holm_note,
+        ],
+    )
+    return t
+
+
+BUILDERS: dict[str, Callable[[StatsTables], Table]] = {
+    "table1": table1,
+    "table2": table2,
+    "table2_immediate": table2_immediate,
+    "refetch": refetch,
+    "cost_breakdown": cost_breakdown,
+    "comparisons": comparisons,
+}

@@ -1,0 +1,4 @@
+from forgetting.figures import write_figures
+from forgetting.workflow import study_of
+
+write_figures(study_of(snakemake), dict(snakemake.input), list(snakemake.output), snakemake.log[0])  # noqa: F821

@@ -1,0 +1,4 @@
+from forgetting.tables import write_tables
+from forgetting.workflow import study_of
+
+write_tables(study_of(snakemake), dict(snakemake.input), list(snakemake.output), snakemake.log[0])  # noqa: F821
