@@ -211,6 +211,12 @@ def synthetic_tables(
                 ("cost_output", cost_output),
                 ("cost_cache", cost_cache),
                 ("cost_flat", cost_flat),
+                ("calls", turns),
+                ("cache_write_tokens", 0),
+                ("reported_calls", 0),
+                ("reported_cached_tokens", None),
+                ("reconstructed_cached_tokens", None),
+                ("cache_agreement", None),
             ):
                 costs[name].append(value)
         timings["run_id"].append(run.run_id)
@@ -235,6 +241,10 @@ def synthetic_tables(
                 calls["reported_cached_tokens"].append(None)
                 calls["deleted_parts"].append(0)
                 calls["deleted_tokens"].append(0)
+                calls["prefix_tokens"].append(c_i)
+                calls["cache_write_tokens"].append(0)
+                calls["new_deleted_parts"].append(0)
+                calls["new_deleted_tokens"].append(0)
                 calls["finish_reason"].append("tool_calls")
                 calls["cost_flat"].append(p_i * p_in + o_i * p_out)
                 calls["cost_cache"].append(c_i * p_cached + (n_i + r_i) * p_in + o_i * p_out)

@@ -506,10 +506,7 @@ def cost_breakdown(st: StatsTables) -> Table:
         rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
         for r in rows:
             comps = {c: r.get(c) for _, c, _ in parts}
-            if any(fmt.is_missing(v) for v in comps.values()):
-                total = float("nan")
-            else:
-                total = float(sum(comps.values()))
+            total = float("nan") if any(fmt.is_missing(v) for v in comps.values()) else float(sum(comps.values()))
             shares = {
                 c: (float(v) / total if total else float("nan")) if not fmt.is_missing(v) else float("nan")
                 for c, v in comps.items()
