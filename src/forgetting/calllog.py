@@ -37,6 +37,9 @@ FORMAT = "forgetting-calllog/1"
 FILENAME = "calls.jsonl"
 
 
+_ABSENT = object()  # a field missing from a message (distinct from None)
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
@@ -50,6 +53,8 @@ class CallLogWriter:
         self._fsync = fsync
         self._lock = threading.Lock()
         self._seen: set[str] = set()
+        self._keys: dict[tuple[Any, ...], str] = {}
+        self._prev: list[tuple[Mapping[str, Any], chat_format.SegmentContext, str]] = []
         self._n_calls = 0
         exists = self.path.exists() and self.path.stat().st_size > 0
         if exists:  # resume appending to a log (a proxy restarted within one run)
@@ -85,26 +90,17 @@ class CallLogWriter:
         extra: Mapping[str, Any] | None = None,
     ) -> int | None:
         """Log one call (its prompt's new segments first); return its index (None if failed)."""
-        segments = chat_format.prompt_segments(messages, tools)
+        plan = chat_format.segment_plan(messages, tools)
         ok = status == 200 and error is None
         with self._lock:
-            for seg in segments:
-                if seg.key not in self._seen:
-                    msg = (
-                        messages[seg.message_index]
-                        if seg.message_index is not None
-                        else {"role": "system", "content": chat_format.DEFAULT_SYSTEM_WITH_TOOLS, "implicit": True}
-                    )
-                    self._write(
-                        {
-                            "type": "segment",
-                            "key": seg.key,
-                            "message": dict(msg),
-                            "n_tokens": len(seg.ids),
-                            "token_ids": seg.ids,
-                        }
-                    )
-                    self._seen.add(seg.key)
+            keys = self._segment_keys(plan)
+            for key, (m, c, i) in zip(keys, plan, strict=True):
+                if key not in self._seen:
+                    ids = chat_format.segment_ids(m, c, tools if c.tools_id else None)
+                    msg = dict(m) if i is not None else {**m, "implicit": True}
+                    record = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids)}
+                    self._write({**record, "token_ids": ids})
+                    self._seen.add(key)
             index = None
             if ok:
                 self._n_calls += 1
@@ -116,7 +112,7 @@ class CallLogWriter:
                 "t_request": t_request,
                 "t_response": t_response,
                 "latency_ms": round((t_response - t_request) * 1000.0, 3),
-                "segments": [s.key for s in segments],
+                "segments": keys,
                 "tools": chat_format.tools_id(tools),
                 "params": dict(params),
                 "deleted": [dict(d) for d in deleted],
@@ -130,6 +126,39 @@ class CallLogWriter:
                 record["extra"] = dict(extra)
             self._write(record)
             return index
+
+    def _segment_keys(
+        self, plan: list[tuple[Mapping[str, Any], chat_format.SegmentContext, int | None]]
+    ) -> list[str]:
+        """The segment keys of a prompt. A history grows by appending, so most blocks equal the
+        previous call's block at the same position: comparing them (C-level, no hashing) is
+        the fast path; the rest goes through the memo."""
+        prev = self._prev
+        keys = []
+        for j, (m, c, _) in enumerate(plan):
+            if j < len(prev) and prev[j][1] == c and prev[j][0] == m:
+                keys.append(prev[j][2])
+            else:
+                keys.append(self._segment_key(m, c))
+        # shallow copies: a caller that reassigns a message's field in place is still seen
+        self._prev = [(dict(m), c, k) for (m, c, _), k in zip(plan, keys, strict=True)]
+        return keys
+
+    def _segment_key(self, message: Mapping[str, Any], ctx: chat_format.SegmentContext) -> str:
+        """:func:`chat_format.segment_key`, memoized: a long history repeats the same messages at
+        every call, and hashing their text (done once per string object) is far cheaper than
+        serializing it again."""
+        fields = []
+        for name in ("role", "content", "reasoning_content", "tool_calls"):
+            value = message.get(name, _ABSENT)
+            if not (value is None or value is _ABSENT or isinstance(value, str)):
+                value = ("json", chat_format.canonical_json(value))  # tagged: never equal to a text
+            fields.append(value)
+        memo = (*fields, ctx)
+        key = self._keys.get(memo)
+        if key is None:
+            key = self._keys[memo] = chat_format.segment_key(message, ctx)
+        return key
 
     def close(self) -> None:
         with self._lock:

@@ -211,16 +211,26 @@ class Segment:
     message_index: int | None
 
 
-def prompt_segments(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None = None) -> list[Segment]:
-    """The prompt's blocks in order; the prompt is their ids + :func:`generation_prompt_ids`."""
-    out = []
+def segment_plan(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None = None
+) -> list[tuple[Message, SegmentContext, int | None]]:
+    """The prompt's blocks in order, before tokenization: (message, context, message index),
+    the index None for the system block the template adds when tools come without one."""
+    out: list[tuple[Message, SegmentContext, int | None]] = []
     if tools and (not messages or messages[0].get("role") != "system"):
         implicit = {"role": "system", "content": DEFAULT_SYSTEM_WITH_TOOLS}
-        ctx = SegmentContext(tools_id(tools))
-        out.append(Segment(segment_key(implicit, ctx), segment_ids(implicit, ctx, tools), None))
+        out.append((implicit, SegmentContext(tools_id(tools)), None))
     for i, (m, c) in enumerate(zip(messages, contexts(messages, tools), strict=True)):
-        out.append(Segment(segment_key(m, c), segment_ids(m, c, tools if c.tools_id else None), i))
+        out.append((m, c, i))
     return out
+
+
+def prompt_segments(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None = None) -> list[Segment]:
+    """The prompt's blocks in order; the prompt is their ids + :func:`generation_prompt_ids`."""
+    return [
+        Segment(segment_key(m, c), segment_ids(m, c, tools if c.tools_id else None), i)
+        for m, c, i in segment_plan(messages, tools)
+    ]
 
 
 def generation_prompt_ids() -> list[int]:
