@@ -22,7 +22,7 @@ from typing import Any
 
 from forgetting import tokenizer
 from forgetting.deletion import draws
-from forgetting.deletion.parts import PARTS, Editable, decompose, text_slots
+from forgetting.deletion.parts import PARTS, apply_fields, decompose, text_slots
 from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite, make_policy
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.deletion.tokens import kept_text, removal_mask
@@ -71,8 +71,7 @@ class Reduction:
 @dataclass(frozen=True)
 class _Done:
     original: tuple[str, ...]  # the slot texts the result was computed from
-    editable: Editable
-    new_cores: tuple[str, ...]
+    fields: tuple[tuple[Any, ...], ...]  # the rewritten slots
     before: int
     after: int
     removed: int
@@ -147,9 +146,9 @@ class Reducer:
                     continue
                 new, before, removed = self._rewrite_cores(rw, ordinal, ed.cores)
                 after = sum(self.count(c) for c in new if c)
-                done = self._done[key] = _Done(original, ed, new, before, after, removed)
+                done = self._done[key] = _Done(original, ed.fields(new), before, after, removed)
             rec = PartRecord(rw.turn, rw.part, i, rw.mode, done.before, done.after, done.removed)
-            out.append((i, done.editable.rebuild(msg, done.new_cores), rec))
+            out.append((i, apply_fields(msg, done.fields), rec))
         return out
 
     # -- one history ---------------------------------------------------------------------

@@ -44,20 +44,31 @@ class Editable:
     cores: tuple[str, ...]
     layout: tuple[tuple[Path, tuple[Item, ...]], ...]
 
+    def fields(self, new_cores: Sequence[str]) -> tuple[tuple[Path, str], ...]:
+        """Each slot's new text once ``new_cores`` replace the cores."""
+        out = []
+        for path, items in self.layout:
+            out.append((path, "".join(new_cores[i] if isinstance(i, int) else i for i in items)))
+        return tuple(out)
+
     def rebuild(self, message: Mapping[str, Any], new_cores: Sequence[str]) -> dict[str, Any]:
         """A new message: ``message`` with its cores replaced by ``new_cores``."""
-        out = dict(message)
-        content_list: list[Any] | None = None
-        for path, items in self.layout:
-            text = "".join(new_cores[i] if isinstance(i, int) else i for i in items)
-            if len(path) == 1:
-                out[path[0]] = text
-            else:
-                if content_list is None:
-                    content_list = list(out["content"])
-                    out["content"] = content_list
-                content_list[path[1]] = {**content_list[path[1]], "text": text}
-        return out
+        return apply_fields(message, self.fields(new_cores))
+
+
+def apply_fields(message: Mapping[str, Any], fields: Sequence[tuple[Path, str]]) -> dict[str, Any]:
+    """A copy of ``message`` with the given slots set (content-part lists copied, not shared)."""
+    out = dict(message)
+    content_list: list[Any] | None = None
+    for path, text in fields:
+        if len(path) == 1:
+            out[path[0]] = text
+        else:
+            if content_list is None:
+                content_list = list(out["content"])
+                out["content"] = content_list
+            content_list[path[1]] = {**content_list[path[1]], "text": text}
+    return out
 
 
 def _split_ws(text: str, items: list[Item], cores: list[str]) -> None:
