@@ -208,6 +208,9 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self._chat(req, body, t_request)
         except PolicyError as exc:
             self._error(500, f"deletion policy failed: {exc}", "server_error")
+        except OSError as exc:  # the call log could not be written (disk full, …): the run must stop
+            if not isinstance(exc, ConnectionError):
+                self._error(500, f"the proxy could not write its call log: {exc}", "server_error")
 
     def _chat(self, req: dict[str, Any], body: bytes, t_request: float) -> None:
         s = self.server
