@@ -10,7 +10,7 @@ history holds ≥ 90k tokens, the added latency and the ratio, for a few configu
 then the engine alone, memoized (the proxy's :class:`Reducer`) vs the pure function.
 Target (issue 3): added latency ≤ 5 ms per call at 100k tokens.
 
-    python benchmarks/proxy.py [--calls 80] [--tokens 100000]
+    python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1]
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def measure(
             body = json.dumps(
                 {"model": "qwen3-coder", "messages": h, "temperature": 0, "max_tokens": 4096}
             ).encode()
-            # each large call sent several times, alternating the paths: robust medians on a busy machine
+            # alternating the paths; --repeats > 1 resends each large call (steadier on a busy machine)
             for _ in range(repeats if size >= big else 1):
                 d = post(direct, "/v1/chat/completions", body)
                 p = post(proxied, "/v1/chat/completions", body)
@@ -124,10 +124,10 @@ def engine_only(histories: list[list[dict]], sizes: list[int], big: int) -> None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--calls", type=int, default=80, help="model calls (turns) of the growing history")
+    parser.add_argument("--calls", type=int, default=200, help="model calls (turns) of the growing history")
     parser.add_argument("--tokens", type=int, default=100_000, help="prompt tokens at the last call")
     parser.add_argument(
-        "--repeats", type=int, default=5, help="times each call of >= 90%% of the tokens is sent"
+        "--repeats", type=int, default=1, help="times each call of >= 90%% of the tokens is sent"
     )
     args = parser.parse_args()
     msgs = history_for(args.tokens, args.calls)

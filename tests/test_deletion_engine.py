@@ -329,3 +329,24 @@ def test_a_policy_that_changes_its_mind_is_caught():
     reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings()))
     with pytest.raises(PolicyError, match="not stable"):
         reducer.reduce(msgs)  # 4 turns: undecided; the previous call (3 turns) decided it
+
+
+@PROPS
+@given(histories(min_turns=1), configs, seeds, st.data())
+def test_the_memoized_reducer_equals_the_pure_function_on_any_sequence_of_histories(h, d, seed, data):
+    # cut anywhere (mid-turn too, e.g. a request ending with an assistant message), grow, shrink
+    _, msgs = h
+    cuts = data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6))
+    reducer = Reducer(d, seed)
+    for cut in cuts:
+        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed)
+
+
+def test_a_turn_whose_observations_arrive_later_is_rewritten_whole():
+    msgs = realistic("tool_calls", 3, output_lines=2)
+    d = paper_configuration("immediate-turn-tool_output-100")
+    reducer = Reducer(d, 1)
+    cut = segment(msgs).turns[-1].assistant + 1  # the last turn's assistant message, no tool output yet
+    reducer.reduce(msgs[:cut])
+    assert reducer.reduce(msgs) == reduce_history(msgs, d, 1)
+    assert reducer.reduce(msgs).messages[-1]["content"] == "[tool output deleted]"

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import orjson
+
 from forgetting import chat_format
 from forgetting.errors import RunOutputError
 
@@ -38,6 +40,14 @@ FILENAME = "calls.jsonl"
 
 
 _ABSENT = object()  # a field missing from a message (distinct from None)
+
+
+def _memo_json(value: Any) -> bytes | str:
+    """An exact text of a JSON value, for the segment-key memo (not itself a key)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return chat_format.canonical_json(value)
 
 
 def _dumps(obj: Any) -> str:
@@ -54,7 +64,7 @@ class CallLogWriter:
         self._lock = threading.Lock()
         self._seen: set[str] = set()
         self._keys: dict[tuple[Any, ...], str] = {}
-        self._prev: list[tuple[Mapping[str, Any], chat_format.SegmentContext, str]] = []
+        self._prev: tuple[list[dict[str, Any]], list[chat_format.SegmentContext], list[str]] = ([], [], [])
         self._n_calls = 0
         exists = self.path.exists() and self.path.stat().st_size > 0
         if exists:  # resume appending to a log (a proxy restarted within one run)
@@ -130,18 +140,23 @@ class CallLogWriter:
     def _segment_keys(
         self, plan: list[tuple[Mapping[str, Any], chat_format.SegmentContext, int | None]]
     ) -> list[str]:
-        """The segment keys of a prompt. A history grows by appending, so most blocks equal the
-        previous call's block at the same position: comparing them (C-level, no hashing) is
-        the fast path; the rest goes through the memo."""
-        prev = self._prev
-        keys = []
-        for j, (m, c, _) in enumerate(plan):
-            if j < len(prev) and prev[j][1] == c and prev[j][0] == m:
-                keys.append(prev[j][2])
-            else:
-                keys.append(self._segment_key(m, c))
+        """The segment keys of a prompt. A history grows by appending, so usually the previous
+        call's blocks are a prefix of this one's: one C-level comparison of the two lists
+        reuses their keys; other blocks go through the memo."""
+        messages = [m for m, _, _ in plan]
+        ctxs = [c for _, c, _ in plan]
+        prev_messages, prev_ctxs, prev_keys = self._prev
+        n = len(prev_messages)
+        if n and len(plan) >= n and ctxs[:n] == prev_ctxs and messages[:n] == prev_messages:
+            keys = prev_keys[:]
+        else:  # some earlier message changed (the proxy rewrote a turn): compare one by one
+            n, keys = min(n, len(plan)), []
+            for j in range(n):
+                same = ctxs[j] == prev_ctxs[j] and messages[j] == prev_messages[j]
+                keys.append(prev_keys[j] if same else self._segment_key(messages[j], ctxs[j]))
+        keys += [self._segment_key(m, c) for m, c in zip(messages[n:], ctxs[n:], strict=True)]
         # shallow copies: a caller that reassigns a message's field in place is still seen
-        self._prev = [(dict(m), c, k) for (m, c, _), k in zip(plan, keys, strict=True)]
+        self._prev = ([dict(m) for m in messages], ctxs, keys)
         return keys
 
     def _segment_key(self, message: Mapping[str, Any], ctx: chat_format.SegmentContext) -> str:
@@ -152,7 +167,7 @@ class CallLogWriter:
         for name in ("role", "content", "reasoning_content", "tool_calls"):
             value = message.get(name, _ABSENT)
             if not (value is None or value is _ABSENT or isinstance(value, str)):
-                value = ("json", chat_format.canonical_json(value))  # tagged: never equal to a text
+                value = ("json", _memo_json(value))  # tagged: never equal to a text
             fields.append(value)
         memo = (*fields, ctx)
         key = self._keys.get(memo)

@@ -170,6 +170,10 @@ def tools_id(tools: Sequence[Mapping[str, Any]] | None) -> str | None:
     return hashlib.sha256(canonical_json(list(tools)).encode()).hexdigest()[:16]
 
 
+#: the contexts without tools, shared (building thousands of frozen dataclasses per prompt is slow)
+_PLAIN = {(o, c): SegmentContext(None, o, c) for o in (True, False) for c in (True, False)}
+
+
 def contexts(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None) -> list[SegmentContext]:
     """The rendering context of each message of a prompt."""
     tid = tools_id(tools)
@@ -181,12 +185,12 @@ def contexts(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | N
         if role == "tool":
             opens = i == 0 or messages[i - 1].get("role") != "tool"
             closes = i == n - 1 or messages[i + 1].get("role") != "tool"
-            out.append(SegmentContext(None, opens, closes))
+            out.append(_PLAIN[opens, closes])
         elif role == "system" and not first_system_seen:
             first_system_seen = True
-            out.append(SegmentContext(tid if i == 0 else None))
+            out.append(SegmentContext(tid) if i == 0 and tid else _PLAIN[True, True])
         else:
-            out.append(SegmentContext())
+            out.append(_PLAIN[True, True])
     return out
 
 

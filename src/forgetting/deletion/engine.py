@@ -77,6 +77,16 @@ class _Done:
     removed: int
 
 
+@dataclass
+class _Call:
+    """What the reducer remembers of the last call of its run."""
+
+    messages: list[dict[str, Any]]  # the history as received
+    out: list[dict[str, Any]]  # as reduced
+    applied: dict[Rewrite, list[PartRecord]]  # each rewrite and the messages it rewrote
+    n_turns: int
+
+
 class Reducer:
     """Reduces the histories of one run; memoizes tokenization and rewrites. Thread-safe."""
 
@@ -94,6 +104,7 @@ class Reducer:
         self.policy = policy or make_policy(deletion, self.settings)
         self._done: dict[tuple[int, str, Rewrite], _Done] = {}
         self._counts: dict[str, int] = {}
+        self._last: _Call | None = None
         self._lock = threading.Lock()
 
     # -- token counting, memoized per text ------------------------------------------------
@@ -170,28 +181,49 @@ class Reducer:
     def _reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
         seg = segment(messages)
         view = HistoryView(messages, self.seed, segmented=seg, counter=self.count)
-        out = [dict(m) for m in messages]
         if self.deletion.is_baseline:
-            return Reduction(out, (), (), view.n_turns, seg.style)
+            return Reduction([dict(m) for m in messages], (), (), view.n_turns, seg.style)
         rewrites = self._decide(view)
-        previous_view = view.before_last_turn()
-        previous = set(self._decide(previous_view)) if previous_view is not None else set()
-        if not previous <= set(rewrites):
-            lost = sorted(previous - set(rewrites))[0]
+        # the previous call of this run, when this history extends it (the usual case): its
+        # reduced messages and applied rewrites are reused, only new rewrites cost work
+        last = self._last
+        n_last = len(last.messages) if last is not None else 0
+        extends = last is not None and len(messages) >= n_last and list(messages[:n_last]) == last.messages
+        if extends and seg.turns and seg.turns[-1].assistant == n_last:
+            previous = set(last.applied)  # the previous call's history is exactly this one's head
+        else:
+            previous_view = view.before_last_turn()
+            previous = set(self._decide(previous_view)) if previous_view is not None else set()
+        current = set(rewrites)
+        unstable = (previous | (set(last.applied) if extends else set())) - current
+        if unstable:
             raise PolicyError(
-                f"policy {self.policy.name!r} is not stable: {lost} was decided for the previous call "
-                "but not for this one"
+                f"policy {self.policy.name!r} is not stable: {sorted(unstable)[0]} was decided for an "
+                "earlier call of this history but not for this one"
             )
+        # a turn's messages are final once another turn follows it; the previous call's last
+        # turn may since have gained tool outputs, so its rewrites are redone
+        reused = {rw: recs for rw, recs in last.applied.items() if rw.turn < last.n_turns} if extends else {}
+        base = last.out if extends else []
+        out = list(base) + [dict(m) for m in messages[len(base) :]]  # entries are replaced, never mutated
         order = {p: k for k, p in enumerate(PARTS)}
+        applied: dict[Rewrite, list[PartRecord]] = {}
         records: list[PartRecord] = []
         new: list[PartRecord] = []
         for rw in sorted(rewrites, key=lambda r: (r.turn, order[r.part])):
-            for i, message, rec in self._part(messages, view, rw):
-                out[i] = message
-                records.append(rec)
-                if rw not in previous:
-                    new.append(rec)
-        return Reduction(out, tuple(records), tuple(new), view.n_turns, seg.style)
+            recs = reused.get(rw)
+            if recs is None:
+                recs = []
+                for i, message, rec in self._part(messages, view, rw):
+                    out[i] = message
+                    recs.append(rec)
+            applied[rw] = recs
+            records += recs
+            if rw not in previous:
+                new += recs
+        # shallow copies: a caller that reassigns a message's field in place is still seen
+        self._last = _Call([dict(m) for m in messages], out, applied, view.n_turns)
+        return Reduction([dict(m) for m in out], tuple(records), tuple(new), view.n_turns, seg.style)
 
 
 def reduce_history(

@@ -67,6 +67,12 @@ class Rewrite:
             raise PolicyError(f"rewrite with unknown mode {self.mode!r}")
         if self.mode == "token" and not (self.amount is not None and 0 < self.amount <= 100):
             raise PolicyError(f"token-level rewrite needs an amount in (0, 100], got {self.amount!r}")
+        # hashed once: the engine looks every rewrite of a long history up at every call
+        fields = (self.turn, self.part, self.mode, self.amount, self.placeholder)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
 
 
 class HistoryView:

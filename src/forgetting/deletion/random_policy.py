@@ -21,6 +21,7 @@ from typing import Any
 
 from forgetting.deletion import draws
 from forgetting.deletion.policy import HistoryView, Policy, Rewrite, register
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
 from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion
 
@@ -36,16 +37,26 @@ def turn_selected(seed: int, turn: int, amount: float) -> bool:
 class RandomDeletion(Policy):
     name = "random"
 
-    def decide(self, view: HistoryView) -> list[Rewrite]:
+    def __init__(self, deletion: Deletion, settings: DeletionSettings) -> None:
+        super().__init__(deletion, settings)
+        self._turns: dict[tuple[int, int], tuple[Rewrite, ...]] = {}  # (seed, turn) → its rewrites
+
+    def _turn(self, seed: int, turn: int) -> tuple[Rewrite, ...]:
         d = self.deletion
         amount = float(d.amount or 0.0)
+        if d.granularity == "turn":
+            if not turn_selected(seed, turn, amount):
+                return ()
+            return tuple(Rewrite(turn, part, "turn") for part in d.parts)
+        return tuple(Rewrite(turn, part, "token", amount) for part in d.parts)
+
+    def decide(self, view: HistoryView) -> list[Rewrite]:
         out: list[Rewrite] = []
-        for turn in view.eligible(d.keep_last):
-            if d.granularity == "turn":
-                if turn_selected(view.seed, turn, amount):
-                    out += [Rewrite(turn, part, "turn") for part in d.parts]
-            else:
-                out += [Rewrite(turn, part, "token", amount) for part in d.parts]
+        for turn in view.eligible(self.deletion.keep_last):
+            rewrites = self._turns.get((view.seed, turn))
+            if rewrites is None:
+                rewrites = self._turns[view.seed, turn] = self._turn(view.seed, turn)
+            out += rewrites
         return out
 
     @classmethod
