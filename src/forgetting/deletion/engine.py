@@ -3,9 +3,11 @@
 :func:`reduce_history` is a pure function: the same messages, configuration and seed give
 the same result in any process, and the input is never modified. :class:`Reducer` is the
 same function with memory for one run — the proxy keeps one per run so a growing history
-is tokenized and rewritten once per (turn, part, message), not at every call. Its caches
-are keyed by the original text and checked on every hit, so a cached result is only ever
-the result the pure function would give.
+is tokenized and rewritten once per (turn, part, message), not at every call: when a history
+extends the previous call's, that reduction is reused for every turn that was already
+complete and only what is new is worked on. Caches are keyed by the original text and
+checked on every use, so a memoized result is always the one the pure function gives (a
+property test holds the two equal on arbitrary sequences of histories).
 
 Which parts are *new* at a call: the policy's decisions for this history minus its
 decisions for the previous call's history (everything before the last assistant
