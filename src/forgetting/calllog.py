@@ -30,11 +30,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import orjson
+
 from forgetting import chat_format
 from forgetting.errors import RunOutputError
 
 FORMAT = "forgetting-calllog/1"
 FILENAME = "calls.jsonl"
+
+
+_ABSENT = object()  # a field missing from a message (distinct from None)
+
+
+def _memo_json(value: Any) -> bytes | str:
+    """An exact text of a JSON value, for the segment-key memo (not itself a key)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return chat_format.canonical_json(value)
 
 
 def _dumps(obj: Any) -> str:
@@ -50,6 +63,8 @@ class CallLogWriter:
         self._fsync = fsync
         self._lock = threading.Lock()
         self._seen: set[str] = set()
+        self._keys: dict[tuple[Any, ...], str] = {}
+        self._prev: tuple[list[dict[str, Any]], list[chat_format.SegmentContext], list[str]] = ([], [], [])
         self._n_calls = 0
         exists = self.path.exists() and self.path.stat().st_size > 0
         if exists:  # resume appending to a log (a proxy restarted within one run)
@@ -85,26 +100,17 @@ class CallLogWriter:
         extra: Mapping[str, Any] | None = None,
     ) -> int | None:
         """Log one call (its prompt's new segments first); return its index (None if failed)."""
-        segments = chat_format.prompt_segments(messages, tools)
+        plan = chat_format.segment_plan(messages, tools)
         ok = status == 200 and error is None
         with self._lock:
-            for seg in segments:
-                if seg.key not in self._seen:
-                    msg = (
-                        messages[seg.message_index]
-                        if seg.message_index is not None
-                        else {"role": "system", "content": chat_format.DEFAULT_SYSTEM_WITH_TOOLS, "implicit": True}
-                    )
-                    self._write(
-                        {
-                            "type": "segment",
-                            "key": seg.key,
-                            "message": dict(msg),
-                            "n_tokens": len(seg.ids),
-                            "token_ids": seg.ids,
-                        }
-                    )
-                    self._seen.add(seg.key)
+            keys = self._segment_keys(plan)
+            for key, (m, c, i) in zip(keys, plan, strict=True):
+                if key not in self._seen:
+                    ids = chat_format.segment_ids(m, c, tools if c.tools_id else None)
+                    msg = dict(m) if i is not None else {**m, "implicit": True}
+                    record = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids)}
+                    self._write({**record, "token_ids": ids})
+                    self._seen.add(key)
             index = None
             if ok:
                 self._n_calls += 1
@@ -116,7 +122,7 @@ class CallLogWriter:
                 "t_request": t_request,
                 "t_response": t_response,
                 "latency_ms": round((t_response - t_request) * 1000.0, 3),
-                "segments": [s.key for s in segments],
+                "segments": keys,
                 "tools": chat_format.tools_id(tools),
                 "params": dict(params),
                 "deleted": [dict(d) for d in deleted],
@@ -130,6 +136,44 @@ class CallLogWriter:
                 record["extra"] = dict(extra)
             self._write(record)
             return index
+
+    def _segment_keys(
+        self, plan: list[tuple[Mapping[str, Any], chat_format.SegmentContext, int | None]]
+    ) -> list[str]:
+        """The segment keys of a prompt. A history grows by appending, so usually the previous
+        call's blocks are a prefix of this one's: one C-level comparison of the two lists
+        reuses their keys; other blocks go through the memo."""
+        messages = [m for m, _, _ in plan]
+        ctxs = [c for _, c, _ in plan]
+        prev_messages, prev_ctxs, prev_keys = self._prev
+        n = len(prev_messages)
+        if n and len(plan) >= n and ctxs[:n] == prev_ctxs and messages[:n] == prev_messages:
+            keys = prev_keys[:]
+        else:  # some earlier message changed (the proxy rewrote a turn): compare one by one
+            n, keys = min(n, len(plan)), []
+            for j in range(n):
+                same = ctxs[j] == prev_ctxs[j] and messages[j] == prev_messages[j]
+                keys.append(prev_keys[j] if same else self._segment_key(messages[j], ctxs[j]))
+        keys += [self._segment_key(m, c) for m, c in zip(messages[n:], ctxs[n:], strict=True)]
+        # shallow copies: a caller that reassigns a message's field in place is still seen
+        self._prev = ([dict(m) for m in messages], ctxs, keys)
+        return keys
+
+    def _segment_key(self, message: Mapping[str, Any], ctx: chat_format.SegmentContext) -> str:
+        """:func:`chat_format.segment_key`, memoized: a long history repeats the same messages at
+        every call, and hashing their text (done once per string object) is far cheaper than
+        serializing it again."""
+        fields = []
+        for name in ("role", "content", "reasoning_content", "tool_calls"):
+            value = message.get(name, _ABSENT)
+            if not (value is None or value is _ABSENT or isinstance(value, str)):
+                value = ("json", _memo_json(value))  # tagged: never equal to a text
+            fields.append(value)
+        memo = (*fields, ctx)
+        key = self._keys.get(memo)
+        if key is None:
+            key = self._keys[memo] = chat_format.segment_key(message, ctx)
+        return key
 
     def close(self) -> None:
         with self._lock:

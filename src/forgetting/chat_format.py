@@ -170,6 +170,10 @@ def tools_id(tools: Sequence[Mapping[str, Any]] | None) -> str | None:
     return hashlib.sha256(canonical_json(list(tools)).encode()).hexdigest()[:16]
 
 
+#: the contexts without tools, shared (building thousands of frozen dataclasses per prompt is slow)
+_PLAIN = {(o, c): SegmentContext(None, o, c) for o in (True, False) for c in (True, False)}
+
+
 def contexts(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None) -> list[SegmentContext]:
     """The rendering context of each message of a prompt."""
     tid = tools_id(tools)
@@ -181,12 +185,12 @@ def contexts(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | N
         if role == "tool":
             opens = i == 0 or messages[i - 1].get("role") != "tool"
             closes = i == n - 1 or messages[i + 1].get("role") != "tool"
-            out.append(SegmentContext(None, opens, closes))
+            out.append(_PLAIN[opens, closes])
         elif role == "system" and not first_system_seen:
             first_system_seen = True
-            out.append(SegmentContext(tid if i == 0 else None))
+            out.append(SegmentContext(tid) if i == 0 and tid else _PLAIN[True, True])
         else:
-            out.append(SegmentContext())
+            out.append(_PLAIN[True, True])
     return out
 
 
@@ -211,16 +215,26 @@ class Segment:
     message_index: int | None
 
 
-def prompt_segments(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None = None) -> list[Segment]:
-    """The prompt's blocks in order; the prompt is their ids + :func:`generation_prompt_ids`."""
-    out = []
+def segment_plan(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None = None
+) -> list[tuple[Message, SegmentContext, int | None]]:
+    """The prompt's blocks in order, before tokenization: (message, context, message index),
+    the index None for the system block the template adds when tools come without one."""
+    out: list[tuple[Message, SegmentContext, int | None]] = []
     if tools and (not messages or messages[0].get("role") != "system"):
         implicit = {"role": "system", "content": DEFAULT_SYSTEM_WITH_TOOLS}
-        ctx = SegmentContext(tools_id(tools))
-        out.append(Segment(segment_key(implicit, ctx), segment_ids(implicit, ctx, tools), None))
+        out.append((implicit, SegmentContext(tools_id(tools)), None))
     for i, (m, c) in enumerate(zip(messages, contexts(messages, tools), strict=True)):
-        out.append(Segment(segment_key(m, c), segment_ids(m, c, tools if c.tools_id else None), i))
+        out.append((m, c, i))
     return out
+
+
+def prompt_segments(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None = None) -> list[Segment]:
+    """The prompt's blocks in order; the prompt is their ids + :func:`generation_prompt_ids`."""
+    return [
+        Segment(segment_key(m, c), segment_ids(m, c, tools if c.tools_id else None), i)
+        for m, c, i in segment_plan(messages, tools)
+    ]
 
 
 def generation_prompt_ids() -> list[int]:

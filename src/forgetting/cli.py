@@ -26,6 +26,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "collect",
     "report",
+    "proxy",
 )
 
 

@@ -1,0 +1,158 @@
+"""Added latency of the deletion proxy per model call, on a history growing to ~100k tokens.
+
+An agent-like client sends a mini-swe-agent-style history (tool calls, ``nl``/``sed``
+outputs of code) that grows call by call to about 100k tokens, once straight to an
+OpenAI-compatible upstream and once through the proxy in front of the same upstream,
+alternating per call. The upstream is the test double ``tests/fakes/fake_openai_upstream.py``
+in its own process (it answers at once, so every millisecond measured is HTTP, JSON and
+the proxy's own work). Prints the median latency of both paths over the calls whose
+history holds ≥ 90k tokens, the added latency and the ratio, for a few configurations;
+then the engine alone, memoized (the proxy's :class:`Reducer`) vs the pure function.
+Target (issue 3): added latency ≤ 5 ms per call at 100k tokens.
+
+    python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+
+from agent_histories import realistic  # noqa: E402
+
+from forgetting import chat_format  # noqa: E402
+from forgetting.deletion import Reducer, reduce_history  # noqa: E402
+from forgetting.grid import paper_configuration  # noqa: E402
+from forgetting.messages import segment  # noqa: E402
+from forgetting.proxy import ProxySettings, start_proxy  # noqa: E402
+
+CONFIGS = ["baseline", "delayed-turn-tool_output-50", "delayed-token-both-50", "immediate-turn-both-100"]
+
+
+def history_for(tokens: int, calls: int) -> list[dict]:
+    """A history of ``calls`` turns whose prompt is about ``tokens`` tokens."""
+    lines = 10
+    while True:
+        msgs = realistic("tool_calls", calls, seed=1, output_lines=lines)
+        n = len(chat_format.prompt_token_ids(msgs))
+        if n >= tokens:
+            return msgs
+        lines = int(lines * tokens / n) + 1
+
+
+def prefixes(msgs: list[dict]) -> list[list[dict]]:
+    turns = segment(msgs).turns
+    return [msgs[: t.assistant] for t in turns[1:]] + [msgs]
+
+
+def post(conn: http.client.HTTPConnection, path: str, body: bytes) -> float:
+    t = time.perf_counter()
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    resp.read()
+    elapsed = time.perf_counter() - t
+    assert resp.status == 200, resp.status
+    return elapsed
+
+
+def host_port(url: str) -> tuple[str, int]:
+    host, port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)
+    return host, int(port)
+
+
+def measure(
+    upstream_url: str, name: str, histories: list[list[dict]], sizes: list[int], big: int, repeats: int
+) -> None:
+    deletion = paper_configuration(name)
+    with tempfile.TemporaryDirectory() as logs:
+        handle = start_proxy(upstream_url, deletion, 7, logs, f"bench/{name}/t/1", settings=ProxySettings())
+        direct = http.client.HTTPConnection(*host_port(upstream_url))
+        proxied = http.client.HTTPConnection(*host_port(handle.url))
+        d_times, p_times = [], []
+        for h, size in zip(histories, sizes, strict=True):
+            body = json.dumps(
+                {"model": "qwen3-coder", "messages": h, "temperature": 0, "max_tokens": 4096}
+            ).encode()
+            # alternating the paths; --repeats > 1 resends each large call (steadier on a busy machine)
+            for _ in range(repeats if size >= big else 1):
+                d = post(direct, "/v1/chat/completions", body)
+                p = post(proxied, "/v1/chat/completions", body)
+                if size >= big:
+                    d_times.append(d)
+                    p_times.append(p)
+        direct.close()
+        proxied.close()
+        handle.stop()
+    md, mp = statistics.median(d_times) * 1e3, statistics.median(p_times) * 1e3
+    added = statistics.median(p - d for p, d in zip(p_times, d_times, strict=True)) * 1e3
+    print(
+        f"{name:<30} calls {len(d_times):>3}  direct {md:7.2f} ms  via proxy {mp:7.2f} ms  "
+        f"added {added:6.2f} ms  ratio {mp / md:5.2f}x  {'OK' if added <= 5 else 'ABOVE TARGET'}"
+    )
+
+
+def engine_only(histories: list[list[dict]], sizes: list[int], big: int) -> None:
+    """The engine per call: one memoized Reducer through the run vs the pure function per call."""
+    for name in ("delayed-turn-tool_output-50", "delayed-token-both-50"):
+        deletion = paper_configuration(name)
+        reducer = Reducer(deletion, 7)
+        memo, pure = [], []
+        for h, size in zip(histories, sizes, strict=True):
+            t = time.perf_counter()
+            reducer.reduce(h)
+            if size >= big:
+                memo.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                reduce_history(h, deletion, 7)
+                pure.append(time.perf_counter() - t)
+        m, p = statistics.median(memo) * 1e3, statistics.median(pure) * 1e3
+        print(
+            f"engine alone, {name:<28} memoized (the proxy's) {m:6.2f} ms/call, "
+            f"pure function {p:7.2f} ms/call, ratio {p / m:4.0f}x"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=200, help="model calls (turns) of the growing history")
+    parser.add_argument("--tokens", type=int, default=100_000, help="prompt tokens at the last call")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="times each call of >= 90%% of the tokens is sent"
+    )
+    args = parser.parse_args()
+    msgs = history_for(args.tokens, args.calls)
+    histories = prefixes(msgs)
+    sizes = [len(chat_format.prompt_token_ids(h)) for h in histories]
+    big = int(0.9 * args.tokens)
+    print(
+        f"history: {len(histories)} calls, prompt {sizes[0]:,} → {sizes[-1]:,} tokens "
+        f"({len(json.dumps(msgs)) / 1e6:.2f} MB of JSON at the last call); "
+        f"medians over calls ≥ {big:,} tokens"
+    )
+    fake = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "fakes" / "fake_openai_upstream.py")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = fake.stdout.readline().strip()
+        for name in CONFIGS:
+            measure(url, name, histories, sizes, big, args.repeats)
+    finally:
+        fake.terminate()
+        fake.wait()
+    engine_only(histories, sizes, big)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""``forgetting proxy --upstream URL --deletion NAME --seed N --log DIR``: run the deletion proxy.
+
+Serves an OpenAI-compatible API (``/v1/chat/completions``, ``/v1/models``, ``/health``) that
+deletes from old turns of each request's history by configuration NAME, forwards it to the
+upstream server and logs every call to DIR/calls.jsonl. Prints its URL, then serves until
+interrupted (Ctrl-C or SIGTERM). See docs/proxy.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("proxy", help="run the deletion proxy in front of an OpenAI-compatible server",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--upstream", required=True, help="the model server's base URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--deletion", required=True, metavar="NAME",
+                   help="configuration name, e.g. delayed-turn-tool_output-50, or baseline")
+    p.add_argument("--seed", required=True, type=int, help="the run's seed (keys every deletion draw)")
+    p.add_argument("--log", required=True, metavar="DIR", help="directory of the call log (calls.jsonl)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free port)")
+    p.add_argument("--run-id", default="manual", help="run id written to the log and sent upstream")
+    p.add_argument("--config", metavar="STUDY.yaml",
+                   help="resolve NAME and the deletion/proxy settings from this study config")
+    p.set_defaults(func=run)
+
+
+def resolve_deletion(name: str, study: Any | None) -> Any:
+    """A configuration by name: from the study when given (its policies included), else the paper's grid."""
+    from forgetting.config import parse_configuration_name
+
+    if study is not None:
+        try:
+            return study.configuration(name)
+        except KeyError:
+            pass
+    return parse_configuration_name(name, "--deletion")
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from forgetting.config import load_study
+    from forgetting.proxy import ProxySettings, start_proxy
+
+    study = load_study(args.config) if args.config else None
+    deletion = resolve_deletion(args.deletion, study)
+    settings = ProxySettings.from_study(study) if study is not None else ProxySettings()
+    if not 0 <= args.port <= 65535:
+        from forgetting.errors import UserError
+
+        raise UserError(f"--port {args.port}: must be in 0..65535")
+    handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id,
+                         host=args.host, port=args.port, settings=settings)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    print(f"forgetting proxy: {handle.url} -> {handle.server.upstream.url} "
+          f"(deletion {deletion.name}, seed {args.seed}, log {handle.log_path})", flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+    print(f"forgetting proxy: stopped after {handle.calls} calls", flush=True)
+    return 0

@@ -1,0 +1,48 @@
+"""Trajectory deletion (SPEC §2): reduce an agent's history before it reaches the model.
+
+Public API::
+
+    reduce_history(messages, deletion, seed, *, placeholders=None, token_draw="exact") -> Reduction
+    Reducer(deletion, seed, *, settings=None).reduce(messages) -> Reduction   # memoized, one per run
+    DeletionSettings.from_config(study.section("deletion"))
+
+Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both message
+styles), :mod:`~forgetting.deletion.draws` (keyed draws), :mod:`~forgetting.deletion.tokens`
+(token-level removal), :mod:`~forgetting.deletion.policy` (the policy interface and
+registry), :mod:`~forgetting.deletion.random_policy` (the paper's policy),
+:mod:`~forgetting.deletion.engine` (applying a policy's decisions).
+"""
+
+from forgetting.deletion.engine import PartRecord, Reducer, Reduction, reduce_history
+from forgetting.deletion.parts import PARTS
+from forgetting.deletion.policy import (
+    HistoryView,
+    Policy,
+    PolicyError,
+    Rewrite,
+    configurable_policies,
+    make_policy,
+    policies,
+    register,
+)
+from forgetting.deletion.settings import DEFAULT_PLACEHOLDERS, DeletionSettings
+from forgetting.deletion.tokens import TOKEN_DRAWS
+
+__all__ = [
+    "DEFAULT_PLACEHOLDERS",
+    "PARTS",
+    "TOKEN_DRAWS",
+    "DeletionSettings",
+    "HistoryView",
+    "PartRecord",
+    "Policy",
+    "PolicyError",
+    "Reducer",
+    "Reduction",
+    "Rewrite",
+    "configurable_policies",
+    "make_policy",
+    "policies",
+    "reduce_history",
+    "register",
+]

@@ -1,0 +1,241 @@
+"""The deletion engine: (history, configuration, run seed) → reduced history + what was deleted.
+
+:func:`reduce_history` is a pure function: the same messages, configuration and seed give
+the same result in any process, and the input is never modified. :class:`Reducer` is the
+same function with memory for one run — the proxy keeps one per run so a growing history
+is tokenized and rewritten once per (turn, part, message), not at every call: when a history
+extends the previous call's, that reduction is reused for every turn that was already
+complete and only what is new is worked on. Caches are keyed by the original text and
+checked on every use, so a memoized result is always the one the pure function gives (a
+property test holds the two equal on arbitrary sequences of histories).
+
+Which parts are *new* at a call: the policy's decisions for this history minus its
+decisions for the previous call's history (everything before the last assistant
+message — for a well-behaved agent, exactly the previous request). Being computed from the
+messages alone, this holds for a retried or replayed call too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from forgetting import tokenizer
+from forgetting.deletion import draws
+from forgetting.deletion.parts import PARTS, apply_fields, decompose, text_slots
+from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite, make_policy
+from forgetting.deletion.settings import DeletionSettings
+from forgetting.deletion.tokens import kept_text, removal_mask
+from forgetting.grid import Deletion
+from forgetting.messages import segment
+
+
+@dataclass(frozen=True)
+class PartRecord:
+    """One rewritten part of one message.
+
+    ``tokens_before``: tokens of the deletable text before; ``tokens_after``: tokens of the
+    text that replaced it, as sent (placeholder, or the kept tokens re-encoded);
+    ``tokens_removed``: tokens the draw removed (all of them at turn level)."""
+
+    turn: int
+    part: str
+    message_index: int
+    mode: str
+    tokens_before: int
+    tokens_after: int
+    tokens_removed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    messages: list[dict[str, Any]]  # the history to send (new dicts; the input is untouched)
+    records: tuple[PartRecord, ...]  # every part rewritten in this history
+    new: tuple[PartRecord, ...]  # the parts rewritten for the first time at this call
+    n_turns: int
+    style: str
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.records)
+
+    @property
+    def deleted(self) -> list[dict[str, Any]]:
+        """The call log's ``deleted`` field: the parts newly rewritten at this call."""
+        return [r.as_dict() for r in self.new]
+
+
+@dataclass(frozen=True)
+class _Done:
+    original: tuple[str, ...]  # the slot texts the result was computed from
+    fields: tuple[tuple[Any, ...], ...]  # the rewritten slots
+    before: int
+    after: int
+    removed: int
+
+
+@dataclass
+class _Call:
+    """What the reducer remembers of the last call of its run."""
+
+    messages: list[dict[str, Any]]  # the history as received
+    out: list[dict[str, Any]]  # as reduced
+    applied: dict[Rewrite, list[PartRecord]]  # each rewrite and the messages it rewrote
+    n_turns: int
+
+
+class Reducer:
+    """Reduces the histories of one run; memoizes tokenization and rewrites. Thread-safe."""
+
+    def __init__(
+        self,
+        deletion: Deletion,
+        seed: int,
+        *,
+        settings: DeletionSettings | None = None,
+        policy: Policy | None = None,
+    ) -> None:
+        self.deletion = deletion
+        self.seed = int(seed)
+        self.settings = settings or DeletionSettings()
+        self.policy = policy or make_policy(deletion, self.settings)
+        self._done: dict[tuple[int, str, Rewrite], _Done] = {}
+        self._counts: dict[str, int] = {}
+        self._last: _Call | None = None
+        self._lock = threading.Lock()
+
+    # -- token counting, memoized per text ------------------------------------------------
+    def count(self, text: str) -> int:
+        n = self._counts.get(text)
+        if n is None:
+            n = self._counts[text] = tokenizer.count(text)
+        return n
+
+    # -- one message ---------------------------------------------------------------------
+    def _rewrite_cores(
+        self, rw: Rewrite, ordinal: int, cores: tuple[str, ...]
+    ) -> tuple[tuple[str, ...], int, int]:
+        """New cores for a message's part; also its tokens before and the tokens removed."""
+        if rw.mode == "turn":
+            before = sum(self.count(c) for c in cores)
+            text = rw.placeholder or self.settings.placeholders[rw.part]
+            if "{" in text:
+                lines = sum(c.count("\n") + 1 for c in cores)
+                text = text.replace("{lines}", str(lines)).replace("{tokens}", str(before))
+            new = (text,) + ("",) * (len(cores) - 1)
+            removed = before
+        else:
+            ids = [tokenizer.encode(c) for c in cores]
+            before = sum(len(x) for x in ids)
+            gen = draws.rng(self.seed, "token", rw.turn, rw.part, ordinal)
+            mask = removal_mask(before, float(rw.amount or 0.0), gen, self.settings.token_draw)
+            out, pos = [], 0
+            for core, core_ids in zip(cores, ids, strict=True):
+                m = mask[pos : pos + len(core_ids)]
+                pos += len(core_ids)
+                out.append(kept_text(core_ids, m, ascii_only=core.isascii()))
+            new = tuple(out)
+            removed = int(mask.sum())
+        return new, before, removed
+
+    def _part(
+        self, messages: Sequence[Mapping[str, Any]], view: HistoryView, rw: Rewrite
+    ) -> list[tuple[int, dict[str, Any], PartRecord]]:
+        out = []
+        first = 0 if rw.part == "reasoning" else 1  # the assistant message is 0, observations 1, 2, …
+        for ordinal, i in enumerate(view.message_indices(rw.turn, rw.part), start=first):
+            msg = messages[i]
+            original = tuple(t for _, t in text_slots(msg, rw.part == "reasoning"))
+            key = (i, rw.part, rw)
+            done = self._done.get(key)
+            if done is None or done.original != original:
+                ed = decompose(msg, rw.part)
+                if ed is None:
+                    continue
+                new, before, removed = self._rewrite_cores(rw, ordinal, ed.cores)
+                after = sum(self.count(c) for c in new if c)
+                done = self._done[key] = _Done(original, ed.fields(new), before, after, removed)
+            rec = PartRecord(rw.turn, rw.part, i, rw.mode, done.before, done.after, done.removed)
+            out.append((i, apply_fields(msg, done.fields), rec))
+        return out
+
+    # -- one history ---------------------------------------------------------------------
+    def _decide(self, view: HistoryView) -> list[Rewrite]:
+        rewrites = self.policy.decide(view)
+        seen: set[tuple[int, str]] = set()
+        for rw in rewrites:
+            if not 1 <= rw.turn <= view.n_turns:
+                raise PolicyError(f"policy {self.policy.name!r} rewrote turn {rw.turn} of {view.n_turns}")
+            if (rw.turn, rw.part) in seen:
+                raise PolicyError(f"policy {self.policy.name!r} rewrote turn {rw.turn} {rw.part} twice")
+            seen.add((rw.turn, rw.part))
+        return rewrites
+
+    def reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
+        with self._lock:
+            return self._reduce(messages)
+
+    def _reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
+        seg = segment(messages)
+        view = HistoryView(messages, self.seed, segmented=seg, counter=self.count)
+        if self.deletion.is_baseline:
+            return Reduction([dict(m) for m in messages], (), (), view.n_turns, seg.style)
+        rewrites = self._decide(view)
+        # the previous call of this run, when this history extends it (the usual case): its
+        # reduced messages and applied rewrites are reused, only new rewrites cost work
+        last = self._last
+        n_last = len(last.messages) if last is not None else 0
+        extends = last is not None and len(messages) >= n_last and list(messages[:n_last]) == last.messages
+        if extends and seg.turns and seg.turns[-1].assistant == n_last:
+            previous = set(last.applied)  # the previous call's history is exactly this one's head
+        else:
+            previous_view = view.before_last_turn()
+            previous = set(self._decide(previous_view)) if previous_view is not None else set()
+        current = set(rewrites)
+        unstable = (previous | (set(last.applied) if extends else set())) - current
+        if unstable:
+            raise PolicyError(
+                f"policy {self.policy.name!r} is not stable: {sorted(unstable)[0]} was decided for an "
+                "earlier call of this history but not for this one"
+            )
+        # a turn's messages are final once another turn follows it; the previous call's last
+        # turn may since have gained tool outputs, so its rewrites are redone
+        reused = {rw: recs for rw, recs in last.applied.items() if rw.turn < last.n_turns} if extends else {}
+        base = last.out if extends else []
+        out = list(base) + [dict(m) for m in messages[len(base) :]]  # entries are replaced, never mutated
+        order = {p: k for k, p in enumerate(PARTS)}
+        applied: dict[Rewrite, list[PartRecord]] = {}
+        records: list[PartRecord] = []
+        new: list[PartRecord] = []
+        for rw in sorted(rewrites, key=lambda r: (r.turn, order[r.part])):
+            recs = reused.get(rw)
+            if recs is None:
+                recs = []
+                for i, message, rec in self._part(messages, view, rw):
+                    out[i] = message
+                    recs.append(rec)
+            applied[rw] = recs
+            records += recs
+            if rw not in previous:
+                new += recs
+        # shallow copies: a caller that reassigns a message's field in place is still seen
+        self._last = _Call([dict(m) for m in messages], out, applied, view.n_turns)
+        return Reduction([dict(m) for m in out], tuple(records), tuple(new), view.n_turns, seg.style)
+
+
+def reduce_history(
+    messages: Sequence[Mapping[str, Any]],
+    deletion: Deletion,
+    seed: int,
+    *,
+    placeholders: Mapping[str, str] | None = None,
+    token_draw: str = "exact",
+) -> Reduction:
+    """Reduce one history under ``deletion`` with the run's ``seed`` (a pure function)."""
+    settings = DeletionSettings(placeholders=dict(placeholders or {}), token_draw=token_draw)
+    return Reducer(deletion, seed, settings=settings).reduce(messages)

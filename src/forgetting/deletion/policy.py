@@ -1,0 +1,217 @@
+"""The policy interface: which eligible parts of a history are rewritten, and how.
+
+A *policy* looks at the history of one call (a :class:`HistoryView`) and returns the
+:class:`Rewrite` decisions for it; the engine (:mod:`forgetting.deletion.engine`) applies
+them. The engine owns every random draw that changes text (keyed by run seed, turn, part
+and message), so a rewrite decided twice comes out byte-identical.
+
+The contract every policy keeps — the stability that makes prefix-cache accounting
+meaningful (SPEC §2):
+
+* ``decide`` is a pure function of the view (its messages, the run seed and the policy's
+  own parameters); no state carried between calls.
+* monotone: if history ``h`` is a prefix of ``h'`` (a later call of the same run), every
+  rewrite decided for ``h`` is decided, unchanged, for ``h'``. A part once rewritten stays
+  rewritten the same way. The engine checks this on every call against the history of the
+  previous call and raises :class:`PolicyError` if a policy breaks it.
+* the preamble (system prompt, task) and actions are out of reach: a rewrite names only a
+  turn and a part (``reasoning`` / ``tool_output``).
+
+Adding a policy is one module: subclass :class:`Policy`, set ``name``, implement
+``decide`` and ``configure`` (config entry → :class:`~forgetting.grid.Deletion`), decorate
+with :func:`register`, and list the module in :data:`POLICY_MODULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from forgetting.deletion.parts import PARTS, Editable, decompose
+from forgetting.deletion.settings import DeletionSettings
+from forgetting.errors import ConfigError
+from forgetting.grid import Deletion
+from forgetting.messages import Segmented, Turn, detect_style, segment
+
+MODES: tuple[str, ...] = ("turn", "token")
+#: modules that define policies (imported on first use of the registry)
+POLICY_MODULES: tuple[str, ...] = ("forgetting.deletion.random_policy",)
+
+
+class PolicyError(RuntimeError):
+    """A policy broke the contract (a bug in the policy, not a user error)."""
+
+
+@dataclass(frozen=True, order=True)
+class Rewrite:
+    """Rewrite one part of one turn.
+
+    ``mode="turn"``: each message's text of the part is replaced by one placeholder
+    (``placeholder`` or the configured one; ``{lines}`` and ``{tokens}`` in it are filled
+    with the original text's line and token counts). ``mode="token"``: ``amount`` percent
+    of the part's tokens are removed, per message, the rest kept in order.
+    """
+
+    turn: int
+    part: str
+    mode: str
+    amount: float | None = None
+    placeholder: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.part not in PARTS:
+            raise PolicyError(f"rewrite of unknown part {self.part!r}")
+        if self.mode not in MODES:
+            raise PolicyError(f"rewrite with unknown mode {self.mode!r}")
+        if self.mode == "token" and not (self.amount is not None and 0 < self.amount <= 100):
+            raise PolicyError(f"token-level rewrite needs an amount in (0, 100], got {self.amount!r}")
+        # hashed once: the engine looks every rewrite of a long history up at every call
+        fields = (self.turn, self.part, self.mode, self.amount, self.placeholder)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
+
+
+class HistoryView:
+    """One call's history as a policy sees it: turns, their parts, their sizes."""
+
+    def __init__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        seed: int,
+        *,
+        segmented: Segmented | None = None,
+        counter: Callable[[str], int] | None = None,
+    ) -> None:
+        self.messages = messages
+        self.seed = seed
+        self.segmented = segmented or segment(messages)
+        self._counter = counter
+
+    @property
+    def style(self) -> str:
+        return self.segmented.style
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        return self.segmented.turns
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.segmented.turns)
+
+    def eligible(self, keep_last: int) -> range:
+        """Indices (1-based) of the turns before the most recent ``keep_last``."""
+        return range(1, max(0, self.n_turns - keep_last) + 1)
+
+    def turn(self, index: int) -> Turn:
+        return self.segmented.turns[index - 1]
+
+    def message_indices(self, turn: int, part: str) -> tuple[int, ...]:
+        t = self.turn(turn)
+        return (t.assistant,) if part == "reasoning" else t.observations
+
+    def editable(self, message_index: int, part: str) -> Editable | None:
+        return decompose(self.messages[message_index], part)
+
+    def part_texts(self, turn: int, part: str) -> list[str]:
+        """The deletable texts (cores) of a part, in message order."""
+        out: list[str] = []
+        for i in self.message_indices(turn, part):
+            ed = self.editable(i, part)
+            if ed is not None:
+                out += ed.cores
+        return out
+
+    def part_tokens(self, turn: int, part: str) -> int:
+        """Tokens of a part's deletable text (the engine's tokenizer, cached per text)."""
+        if self._counter is None:
+            from forgetting import tokenizer
+
+            return sum(tokenizer.count(t) for t in self.part_texts(turn, part))
+        return sum(self._counter(t) for t in self.part_texts(turn, part))
+
+    def before_last_turn(self) -> HistoryView | None:
+        """The history of the previous call: everything before the last assistant message."""
+        if not self.turns:
+            return None
+        cut = self.turns[-1].assistant
+        head = self.messages[:cut]
+        seg = Segmented(detect_style(head), self.segmented.preamble, self.turns[:-1])
+        return HistoryView(head, self.seed, segmented=seg, counter=self._counter)
+
+
+class Policy:
+    """Base class of deletion policies. One instance serves one run."""
+
+    name: ClassVar[str] = ""
+    #: whether a ``configurations.policies`` entry may select it (the baseline's may not)
+    configurable: ClassVar[bool] = True
+
+    def __init__(self, deletion: Deletion, settings: DeletionSettings) -> None:
+        self.deletion = deletion
+        self.settings = settings
+
+    def decide(self, view: HistoryView) -> list[Rewrite]:
+        """The rewrites for this history (see the module's contract)."""
+        raise PolicyError(f"policy {self.name!r} does not implement decide()")
+
+    @classmethod
+    def configure(cls, entry: Mapping[str, Any], key: str) -> Deletion:
+        """A :class:`Deletion` from one ``configurations.policies`` entry (ConfigError if bad)."""
+        raise ConfigError(f"{key}: policy {cls.name!r} cannot be configured")
+
+
+_REGISTRY: dict[str, type[Policy]] = {}
+_loaded = False
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    """Class decorator: make a policy selectable by its ``name``."""
+    if not cls.name or cls.name in _REGISTRY:
+        raise PolicyError(f"policy name {cls.name!r} is empty or already registered")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for module in POLICY_MODULES:
+            importlib.import_module(module)
+        _loaded = True
+
+
+def policies() -> dict[str, type[Policy]]:
+    """Every registered policy by name (``none``, ``random``, …)."""
+    _load()
+    return dict(_REGISTRY)
+
+
+def configurable_policies() -> list[str]:
+    """Names a ``configurations.policies`` entry may use."""
+    return sorted(n for n, cls in policies().items() if cls.configurable)
+
+
+def make_policy(deletion: Deletion, settings: DeletionSettings | None = None) -> Policy:
+    cls = policies().get(deletion.policy)
+    if cls is None:
+        raise ConfigError(
+            f"configuration {deletion.name!r}: unknown policy {deletion.policy!r}; "
+            f"known policies: {', '.join(sorted(policies()))}"
+        )
+    return cls(deletion, settings or DeletionSettings())
+
+
+@register
+class NoDeletion(Policy):
+    """The baseline: nothing is ever rewritten."""
+
+    name = "none"
+    configurable = False
+
+    def decide(self, view: HistoryView) -> list[Rewrite]:
+        return []
