@@ -9,6 +9,7 @@ rule analyze_batch:
         calls=f"{BATCH_DIR}/calls.parquet",
         tool_calls=f"{BATCH_DIR}/tool_calls.parquet",
         run_costs=f"{BATCH_DIR}/run_costs.parquet",
+        timings=f"{BATCH_DIR}/timings.parquet",
     log:
         f"{RESULTS}/logs/analyze/{{agent}}/{{configuration}}/{{batch}}.log",
     group:

@@ -1,0 +1,192 @@
+"""Per-batch analysis: each finished run's outcome, behaviour and cost as table rows.
+
+For every run of a batch this joins what the earlier stages left in its directory —
+``run.json`` (the runner), ``eval.json`` (evaluation), the trajectory and call log — with
+the behaviour labeller (:func:`forgetting.behaviour.label_run`) and the cost reconstruction
+(:func:`forgetting.cost.cost_run`), and writes the batch's ``summary`` (one row per run,
+:data:`~forgetting.schemas.RUNS_SCHEMA`), ``calls``, ``tool_calls``, ``run_costs`` and
+``timings`` tables. A run whose outputs are missing or unreadable gets no row: it is named
+in the log with the file at fault, and collection reports it by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from forgetting.config import Study
+from forgetting.errors import UserError
+from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
+from forgetting.plan import Batch, Run
+from forgetting.schemas import (
+    CALLS_SCHEMA,
+    RUN_COSTS_SCHEMA,
+    RUNS_SCHEMA,
+    TIMINGS_SCHEMA,
+    TOOL_CALLS_SCHEMA,
+    write_dataset,
+)
+from forgetting.stagelog import StageLog
+
+#: batch output name → its declared schema
+OUTPUT_SCHEMAS: dict[str, pa.Schema] = {
+    "summary": RUNS_SCHEMA,
+    "calls": CALLS_SCHEMA,
+    "tool_calls": TOOL_CALLS_SCHEMA,
+    "run_costs": RUN_COSTS_SCHEMA,
+    "timings": TIMINGS_SCHEMA,
+}
+
+
+class MissingStageOutput(UserError):
+    """A run lacks (or has an unreadable) output of an earlier stage."""
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    summary: dict[str, Any]
+    calls: pa.Table
+    tool_calls: pa.Table
+    run_costs: pa.Table
+    timing: dict[str, Any]
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise MissingStageOutput(f"{path}: {what} not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise MissingStageOutput(f"{path}: {what} is not readable JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise MissingStageOutput(f"{path}: {what} is not a JSON object")
+    return data
+
+
+def _identity(run: Run) -> dict[str, Any]:
+    d = run.deletion
+    return {
+        "run_id": run.run_id,
+        "agent": run.agent,
+        "configuration": d.name,
+        "task": run.task,
+        "repeat": run.repeat,
+        "seed": run.seed,
+        "policy": d.policy,
+        "scope": d.scope,
+        "granularity": d.granularity,
+        "amount": d.amount,
+        "timing": d.timing,
+        "keep_last": d.keep_last,
+    }
+
+
+def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str) -> RunAnalysis:
+    """The analysis of one finished and evaluated run (MissingStageOutput if it is not)."""
+    from forgetting.behaviour import behaviour_options, label_run
+    from forgetting.cost import cost_run
+
+    run_dir = Layout(study.results_dir).run_dir(run.run_id)
+    meta = _read_json(run_dir / RUN_JSON, "run record")
+    report = _read_json(run_dir / EVAL_JSON, "evaluation report")
+    if meta.get("seed") is not None and int(meta["seed"]) != run.seed:
+        raise MissingStageOutput(
+            f"{run_dir / RUN_JSON}: seed {meta['seed']} differs from the plan's {run.seed}; rerun it with force_rerun"
+        )
+    try:
+        behaviour = label_run(run_dir, **behaviour_options(study))
+        cost = cost_run(run_dir, profiles, primary=primary, run_id=run.run_id)
+    except UserError as exc:
+        raise MissingStageOutput(str(exc)) from None
+
+    patch = run_dir / PATCH
+    status = meta.get("status")
+    summary: dict[str, Any] = {name: None for name in RUNS_SCHEMA.names}
+    summary.update(_identity(run))
+    summary.update(
+        model_backend=meta.get("model_backend"),
+        status=status,
+        exit_status=meta.get("exit_status"),
+        turns=meta.get("turns"),
+        context_exceeded=status == "context_exceeded",
+        patch_missing=not patch.is_file() or not patch.read_text(encoding="utf-8", errors="replace").strip(),
+        error=meta.get("error"),
+        eval_status=report.get("status"),
+        resolved=bool(report.get("resolved")),
+    )
+    summary.update({k: v for k, v in behaviour.summary.items() if k in RUNS_SCHEMA.names})
+    summary.update({k: v for k, v in cost.summary.items() if k in RUNS_SCHEMA.names})
+    if status == "capped":
+        summary["capped"] = True
+
+    def with_run_id(table: pa.Table) -> pa.Table:
+        ids = pa.array([run.run_id] * table.num_rows, pa.string())
+        return table.set_column(table.schema.get_field_index("run_id"), "run_id", ids)
+
+    timing = {
+        "run_id": run.run_id,
+        "started": meta.get("started"),
+        "wall_s": meta.get("wall_s"),
+        "model_s": meta.get("model_s"),
+        "calls": summary.get("turns"),
+    }
+    return RunAnalysis(
+        summary, with_run_id(cost.calls), with_run_id(behaviour.table), with_run_id(cost.run_costs), timing
+    )
+
+
+def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _concat(tables: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables([t.select(schema.names).cast(schema) for t in tables])
+
+
+def analyze_batch(
+    study: Study,
+    batch: Batch,
+    *,
+    outputs: Mapping[str, str | os.PathLike[str]],
+    log: str | os.PathLike[str] | None = None,
+) -> int:
+    """Analyse every run of ``batch`` and write its tables; return the number of runs analysed."""
+    from forgetting.cost.pricing import profiles_from_config
+
+    profiles, primary = profiles_from_config(study.section("pricing"), study.root)
+    summaries: list[dict[str, Any]] = []
+    timings: list[dict[str, Any]] = []
+    calls: list[pa.Table] = []
+    tool_calls: list[pa.Table] = []
+    run_costs: list[pa.Table] = []
+    with StageLog(log, echo=True) as stage:
+        for i, run in enumerate(batch.runs, start=1):
+            try:
+                result = analyze_run(study, run, profiles=profiles, primary=primary)
+            except MissingStageOutput as exc:
+                stage.line(f"[{i}/{len(batch.runs)}] {run.run_id}: not analysed: {exc}")
+                continue
+            summaries.append(result.summary)
+            timings.append(result.timing)
+            calls.append(result.calls)
+            tool_calls.append(result.tool_calls)
+            run_costs.append(result.run_costs)
+        stage.line(f"{batch.key}: {len(summaries)} of {len(batch.runs)} runs analysed")
+        tables = {
+            "summary": _table(summaries, RUNS_SCHEMA),
+            "calls": _concat(calls, CALLS_SCHEMA),
+            "tool_calls": _concat(tool_calls, TOOL_CALLS_SCHEMA),
+            "run_costs": _concat(run_costs, RUN_COSTS_SCHEMA),
+            "timings": _table(timings, TIMINGS_SCHEMA),
+        }
+        for name, path in outputs.items():
+            write_dataset(tables[name], path, OUTPUT_SCHEMAS[name])
+    return len(summaries)
