@@ -25,7 +25,8 @@ def assistant(i: int, command: str) -> dict:
 
 
 def tool(i: int, output: str) -> dict:
-    return {"role": "tool", "tool_call_id": f"c{i}", "content": f"<returncode>0</returncode>\n<output>\n{output}</output>"}
+    content = f"<returncode>0</returncode>\n<output>\n{output}</output>"
+    return {"role": "tool", "tool_call_id": f"c{i}", "content": content}
 
 
 FILE = "".join(f"line {n} of the module\n" for n in range(1, 21))
@@ -78,7 +79,8 @@ def test_a_batch_becomes_one_row_per_run_and_a_broken_run_is_named(study, tmp_pa
     write_run(layout.run_dir(good.run_id), good, resolved=True)
     write_run(layout.run_dir(broken.run_id), broken, resolved=False)
     (layout.run_dir(broken.run_id) / "calls.jsonl").write_text("{not json\n{}\n")
-    outputs = {name: tmp_path / f"{name}.parquet" for name in ("summary", "calls", "tool_calls", "run_costs", "timings")}
+    names = ("summary", "calls", "tool_calls", "run_costs", "timings")
+    outputs = {name: tmp_path / f"{name}.parquet" for name in names}
     log = tmp_path / "analyze.log"
     assert analyze_batch(study, batch, outputs=outputs, log=log) == 1
 
