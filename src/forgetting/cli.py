@@ -20,6 +20,8 @@ COMMANDS: tuple[str, ...] = (
     "plan",
     "tasks",
     "dataset",
+    "run",
+    "run-batch",
     "evaluate",
     "label",
     "cost",

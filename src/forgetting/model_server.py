@@ -122,6 +122,19 @@ def stop_process(process: subprocess.Popen[bytes], *, grace_s: float = 30.0) -> 
         return process.wait(timeout=10)
 
 
+def die_with_parent() -> None:
+    """In the server's process: Linux kills it when the batch process dies, even by SIGKILL
+    (no model server outlives its batch on a workstation; Slurm's cgroup does it on a node)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 @dataclass
 class ModelServer:
     """A running model server process (its own process group) and where it listens."""
@@ -139,13 +152,18 @@ class ModelServer:
         self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 (closed in stop)
         self._log.write(f"$ {shlex.join(self.command)}\n")
         self._log.flush()
-        self.process = subprocess.Popen(
-            self.command,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
-            start_new_session=True,  # its own process group: stop() takes its children too
-        )
+        try:
+            self.process = subprocess.Popen(
+                self.command,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,  # its own process group: stop() takes its children too
+                preexec_fn=die_with_parent,
+            )
+        except OSError as exc:
+            self._log.close()
+            raise ModelServerError(f"cannot start the model server {self.command[0]}: {exc.strerror or exc}") from None
         try:
             self.startup_s = wait_healthy(
                 self.health_url, timeout_s=timeout_s, process=self.process, log_path=self.log_path

@@ -10,6 +10,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("plan", help="expand a study config into its run table", description=__doc__)
     p.add_argument("config", help="study config (e.g. config/config.yaml)")
     p.add_argument("--out", help="write the run table as Parquet to this path")
+    p.add_argument("--batches", action="store_true", help="list the batch keys (forgetting run-batch --batch KEY)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a top-level key, as snakemake --config does (repeatable)")
     p.set_defaults(func=run)
@@ -32,10 +33,13 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.config import load_study
-    from forgetting.plan import summarize, write_run_table
+    from forgetting.plan import plan_batches, summarize, write_run_table
 
     study = load_study(args.config, parse_overrides(args.set))
     print(summarize(study).line())
     if args.out:
         write_run_table(study, args.out)
+    if args.batches:
+        for b in plan_batches(study):
+            print(f"{b.key}\t{len(b.runs)} runs")
     return 0

@@ -1,0 +1,53 @@
+"""``forgetting run CONFIG --run-id ID [--force]``: one run, with its own model server.
+
+    forgetting run config/demo.yaml --run-id mini/delayed-turn-tool_output-100/demo__confkit-1/1
+
+Starts the config's model server (the scripted stand-in or vLLM), runs the agent behind the
+run's deletion proxy and writes the finished run directory under
+``results/…/runs/AGENT/CONFIGURATION/TASK/REPEAT/`` (docs/runs.md). A finished run is kept
+unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run", help="carry out one run (agent + proxy + model server)", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", help="study config (e.g. config/demo.yaml)")
+    p.add_argument("--run-id", required=True, help="AGENT/CONFIGURATION/TASK/REPEAT, a run of the study's plan")
+    p.add_argument("--force", action="store_true", help="redo the run even if it has finished")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a top-level key, as snakemake --config does (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgetting.commands.plan import parse_overrides
+    from forgetting.config import load_study
+    from forgetting.errors import UserError
+    from forgetting.layout import Layout
+    from forgetting.plan import parse_run_id, plan_runs
+    from forgetting.runner import run_one
+
+    overrides = parse_overrides(args.set)
+    if args.force:
+        overrides["force_rerun"] = True
+    study = load_study(args.config, overrides)
+    try:
+        parse_run_id(args.run_id)
+    except ValueError as exc:
+        raise UserError(f"--run-id: {exc}") from None
+    wanted = args.run_id.strip("/")
+    match = [r for r in plan_runs(study) if r.run_id == wanted]
+    if not match:
+        raise UserError(f"--run-id {wanted!r} is not a run of {args.config} (see `forgetting plan {args.config}`)")
+    document = run_one(study, match[0])
+    entry = document["runs"][wanted]
+    print(f"{wanted}: {entry['status']} ({entry['turns']} turns) -> {Layout(study.results_dir).run_dir(wanted)}")
+    return 0

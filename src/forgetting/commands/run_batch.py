@@ -1,0 +1,54 @@
+"""``forgetting run-batch CONFIG --batch KEY``: every unfinished run of one batch.
+
+    forgetting plan config/demo.yaml --batches              # the batch keys
+    forgetting run-batch config/demo.yaml --batch mini/baseline/b000-1a2b3c4d
+
+What the workflow's ``run_batch`` job does: one model server for the batch, the batch's
+runs ``execution.concurrency`` at a time, each behind its own deletion proxy; finished runs
+are kept (``--force`` redoes them); the manifest goes to ``--manifest`` (default
+``results/…/batches/KEY/runs.json``). Exits with status 2 naming the runs that met an
+infrastructure failure; running it again redoes only those.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run-batch", help="carry out the unfinished runs of one batch", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("config", help="study config (e.g. config/demo.yaml)")
+    p.add_argument("--batch", required=True, help="AGENT/CONFIGURATION/BATCH, e.g. mini/baseline/b000-1a2b3c4d")
+    p.add_argument("--manifest", help="where the batch manifest goes (default: results/…/batches/KEY/runs.json)")
+    p.add_argument("--log", help="append progress lines to this file too")
+    p.add_argument("--force", action="store_true", help="redo the batch's finished runs too")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a top-level key, as snakemake --config does (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgetting.commands.plan import parse_overrides
+    from forgetting.config import load_study
+    from forgetting.errors import UserError
+    from forgetting.layout import Layout
+    from forgetting.plan import plan_batches
+    from forgetting.runner import run_batch
+
+    overrides = parse_overrides(args.set)
+    if args.force:
+        overrides["force_rerun"] = True
+    study = load_study(args.config, overrides)
+    key = args.batch.strip("/")
+    batches = {b.key: b for b in plan_batches(study)}
+    if key not in batches:
+        known = ", ".join(sorted(batches)[:3])
+        raise UserError(f"--batch {key!r} is not a batch of {args.config} (e.g. {known}; see `forgetting plan`)")
+    manifest = args.manifest or Layout(study.results_dir).batch_dir(key) / "runs.json"
+    document = run_batch(study, batches[key], manifest=manifest, log=args.log)
+    print(f"{key}: {document['summary']['statuses']} -> {manifest}")
+    return 0

@@ -1,0 +1,477 @@
+"""A batch of runs against one model server: the workflow's ``run_batch`` job.
+
+1. Leftovers of interrupted attempts at the batch's runs are removed; finished runs (a
+   ``run.json`` in their final directory) are skipped unless ``force_rerun``.
+2. If anything is left to do, ONE model server is started for the batch (vLLM on the
+   cluster, the scripted stand-in for the demo: the same code path, :mod:`forgetting.model_server`),
+   and mini-swe-agent and litellm are imported once.
+3. Each pending run is a forked child process (``execution.concurrency`` at a time): it
+   inherits the imports (a fork costs milliseconds, a fresh interpreter seconds), has its own
+   process group and its own deletion proxy, and reports back through its temporary
+   directory. The batch writes ``run.json`` and renames the directory into place.
+4. A run whose process was killed, or that met an infrastructure failure (model server
+   gone, proxy or workspace could not be made) is not finalized; the other runs go on. If
+   the model server dies, the runs in flight are stopped and the rest are not started. At
+   the end the batch raises :class:`RunsNotFinished` naming those runs, so Snakemake
+   retries the job and only they run again. Otherwise the manifest is written (atomically).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forgetting.atomic import write_json
+from forgetting.config import Study
+from forgetting.errors import UserError
+from forgetting.layout import CALLS, RUN_JSON, Layout
+from forgetting.plan import Batch, Run
+from forgetting.runner.outcome import AgentOutcome
+from forgetting.runner.rundir import OUTCOME_FILE, finalize, is_finished, remove_stale, temp_dir_for
+from forgetting.runner.settings import RunnerSettings
+from forgetting.stagelog import StageLog
+
+#: how often the batch looks at its runs and its model server
+POLL_S = 0.05
+#: how often the model server's health endpoint is asked (besides watching its process)
+HEALTH_EVERY_S = 30.0
+
+
+class RunsNotFinished(UserError):
+    """Some runs of a batch met an infrastructure failure; rerunning the batch redoes them."""
+
+
+@dataclass
+class Running:
+    run: Run
+    pid: int
+    started: float  # unix time
+    t0: float  # monotonic
+    run_dir: Path
+
+    @property
+    def temp(self) -> Path:
+        return temp_dir_for(self.run_dir, self.pid)
+
+
+@dataclass
+class BatchReport:
+    """What a batch did: every run's manifest entry, and the runs that did not finish."""
+
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    done: int = 0
+    skipped: int = 0
+
+
+def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
+    """The model section the batch's server is started from (the scripted stand-in learns
+    where the demo tasks are)."""
+    model = dict(study.section("model"))
+    if model.get("backend") == "scripted":
+        scripted = dict(model.get("scripted") or {})
+        scripted.setdefault("tasks", str(settings.instances))
+        model["scripted"] = scripted
+    return model
+
+
+def _entry(status: str, turns: Any) -> dict[str, Any]:
+    return {"status": status, "turns": turns, "resolved": None}
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _model_seconds(calls_path: Path) -> float | None:
+    """Seconds spent waiting for the model, from the call log's request/response times."""
+    if not calls_path.is_file():
+        return None
+    total = 0.0
+    with open(calls_path, encoding="utf-8") as fh:
+        for line in fh:
+            if '"call"' not in line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("type") == "call" and rec.get("t_request") and rec.get("t_response"):
+                total += float(rec["t_response"]) - float(rec["t_request"])
+    return round(total, 3)
+
+
+class BatchRunner:
+    """Runs the pending runs of one batch; see the module docstring."""
+
+    def __init__(self, study: Study, batch: Batch, settings: RunnerSettings, say: StageLog) -> None:
+        from forgetting.proxy import ProxySettings
+
+        self.study = study
+        self.batch = batch
+        self.settings = settings
+        self.say = say
+        self.layout = Layout(study.results_dir)
+        self.proxy_settings = ProxySettings.from_study(study)
+        self.report = BatchReport()
+        self.running: dict[int, Running] = {}
+        self.pending: deque[Run] = deque()
+        self.total = 0
+        self.versions: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ planning
+
+    def plan(self) -> list[Run]:
+        """Remove leftovers; skip finished runs; return the runs to do."""
+        run_dirs = {r.run_id: self.layout.run_dir(r.run_id) for r in self.batch.runs}
+        removed = remove_stale(run_dirs.values())
+        if removed:
+            self.say.line(f"removed {len(removed)} leftover(s) of interrupted runs")
+        todo = []
+        for run in self.batch.runs:
+            run_dir = run_dirs[run.run_id]
+            if is_finished(run_dir) and not self.settings.force_rerun:
+                meta = _read_json(run_dir / RUN_JSON)
+                self.report.entries[run.run_id] = _entry(str(meta.get("status")), meta.get("turns"))
+                self.report.skipped += 1
+            else:
+                todo.append(run)
+        return todo
+
+    # ------------------------------------------------------------------ processes
+
+    def _fork(self, run: Run, model_url: str, scratch: Path) -> None:
+        from forgetting.runner.execute import child_main
+
+        run_dir = self.layout.run_dir(run.run_id)
+        run_dir.parent.mkdir(parents=True, exist_ok=True)
+        started = time.time()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the run's process: never returns into the caller
+            code = 70
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                code = child_main(
+                    run,
+                    self.settings,
+                    out=temp_dir_for(run_dir, os.getpid()),
+                    scratch=scratch / f"{os.getpid()}",
+                    model_url=model_url,
+                    proxy_settings=self.proxy_settings,
+                )
+            finally:
+                os._exit(code)
+        self.running[pid] = Running(run, pid, started, time.monotonic(), run_dir)
+
+    def _kill(self, slot: Running) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(slot.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(slot.pid, signal.SIGKILL)
+
+    def _reap(self) -> list[tuple[Running, int]]:
+        done = []
+        for pid in list(self.running):
+            try:
+                got, status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                got, status = pid, 0
+            if got == pid:
+                done.append((self.running.pop(pid), status))
+        return done
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _fail(self, run: Run, reason: str) -> None:
+        self.report.failures[run.run_id] = reason
+        self.report.done += 1
+        self.say.line(f"[{self.report.done}/{self.total}] {run.run_id} NOT FINISHED: {reason}")
+
+    def _record(self, slot: Running, wait_status: int | None, *, timed_out: bool = False) -> None:
+        run, temp = slot.run, slot.temp
+        wall = time.monotonic() - slot.t0
+        if timed_out:
+            outcome = AgentOutcome(
+                status="error", exit_status="TimeExceeded",
+                error=f"killed after {wall:.0f} s (execution.run_timeout_s {self.settings.run_timeout_s} s)",
+            )
+            outcome.turns = _count_calls(temp / CALLS)
+        else:
+            code = _exit_code(wait_status)
+            data = _read_json(temp / OUTCOME_FILE)
+            if code != 0 or not data:
+                how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with status {code}"
+                self._fail(run, f"the run process was {how} before it reported an outcome")
+                return
+            outcome = AgentOutcome.from_dict(data)
+        if outcome.infra:
+            self._fail(run, outcome.error or "infrastructure failure")
+            return
+        record = self._run_record(run, outcome, slot, wall, temp)
+        try:
+            finalize(temp, slot.run_dir, record)
+        except OSError as exc:
+            self._fail(run, f"could not finalize {slot.run_dir}: {exc}")
+            return
+        self.report.entries[run.run_id] = _entry(outcome.status, outcome.turns)
+        self.report.done += 1
+        self.say.line(
+            f"[{self.report.done}/{self.total}] {run.run_id} {outcome.status} in {wall:.0f} s "
+            f"({outcome.turns} turns{', ' + outcome.error if outcome.error else ''})"
+        )
+
+    def _run_record(self, run: Run, outcome: AgentOutcome, slot: Running, wall: float, temp: Path) -> dict[str, Any]:
+        from forgetting.layout import PATCH
+
+        patch = temp / PATCH
+        return {
+            "run_id": run.run_id,
+            "agent": run.agent,
+            "configuration": run.configuration,
+            "task": run.task,
+            "repeat": run.repeat,
+            "seed": run.seed,
+            "deletion": run.deletion.as_dict(),
+            "status": outcome.status,
+            "exit_status": outcome.exit_status,
+            "turns": outcome.turns,
+            "turn_cap": self.settings.turn_cap,
+            "agent_calls": outcome.extra.get("agent_calls"),
+            "started": round(slot.started, 3),
+            "wall_s": round(wall, 3),
+            "model_s": _model_seconds(temp / CALLS),
+            "agent_exit_code": outcome.agent_exit_code,
+            "patch_bytes": patch.stat().st_size if patch.is_file() else 0,
+            "error": outcome.error,
+            "model_backend": self.settings.backend,
+            "versions": {
+                "agent": self.versions["agents"][run.agent],
+                "model": self.versions["model"],
+                "pipeline": self.versions["pipeline"],
+            },
+        }
+
+    # ------------------------------------------------------------------ the loop
+
+    def execute(self, todo: list[Run], model_url: str, server: Any, scratch: Path) -> None:
+        from forgetting.runner.versions import agent_version, model_version, pipeline_version
+
+        self.versions = {
+            "agents": {a: agent_version(a, self.settings) for a in sorted({r.agent for r in todo})},
+            "model": model_version(self.settings.model),
+            "pipeline": pipeline_version(),
+        }
+        self.pending = deque(todo)
+        self.total = len(todo)
+        next_health = time.monotonic() + HEALTH_EVERY_S
+        server_lost: str | None = None
+        while self.pending or self.running:
+            if server_lost is None:
+                server_lost = _server_trouble(server, time.monotonic() >= next_health)
+                if time.monotonic() >= next_health:
+                    next_health = time.monotonic() + HEALTH_EVERY_S
+                if server_lost is not None:
+                    self.say.line(f"model server lost: {server_lost}; stopping the runs in flight")
+                    for slot in self.running.values():
+                        self._kill(slot)
+                    while self.pending:
+                        self._fail(self.pending.popleft(), f"not started: {server_lost}")
+            while self.pending and len(self.running) < self.settings.concurrency:
+                self._fork(self.pending.popleft(), model_url, scratch)
+            for slot, status in self._reap():
+                if server_lost is not None:
+                    self._fail(slot.run, f"stopped: {server_lost}")
+                else:
+                    self._record(slot, status)
+            for slot in list(self.running.values()):
+                if time.monotonic() - slot.t0 > self.settings.kill_after_s:
+                    self._kill(slot)
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(slot.pid, 0)
+                    self.running.pop(slot.pid, None)
+                    self._record(slot, None, timed_out=True)
+            if self.running:
+                time.sleep(POLL_S)
+
+    def stop_all(self) -> None:
+        for slot in self.running.values():
+            self._kill(slot)
+        for slot in list(self.running.values()):
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(slot.pid, 0)
+        self.running.clear()
+
+
+def _exit_code(wait_status: int | None) -> int | None:
+    if wait_status is None:
+        return None
+    return os.waitstatus_to_exitcode(wait_status)
+
+
+def _count_calls(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    n = 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if '"type":"call"' in line and '"ok":true' in line:
+                n += 1
+    return n
+
+
+def _server_trouble(server: Any, check_health: bool) -> str | None:
+    """Why the model server can no longer serve (None while it can)."""
+    process = getattr(server, "process", None)
+    if process is not None and process.poll() is not None:
+        return f"model server exited with status {process.returncode} (see {server.log_path})"
+    if check_health and getattr(server, "health_url", None):
+        for _ in range(3):
+            try:
+                with urllib.request.urlopen(server.health_url, timeout=10) as resp:
+                    if resp.status == 200:
+                        return None
+            except OSError:
+                pass
+            time.sleep(1.0)
+        return f"model server stopped answering {server.health_url}"
+    return None
+
+
+class Terminated(SystemExit):
+    """SIGTERM (Snakemake cancelling the job, Slurm ending it): unwind, stop runs and server."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated(128 + signum)
+
+
+@contextlib.contextmanager
+def _terminate_as_exception() -> Iterator[None]:
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def _scratch(settings: RunnerSettings, batch: Batch) -> Iterator[Path]:
+    settings.scratch_dir.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"forgetting-{batch.name}-", dir=settings.scratch_dir))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def preload(agents: set[str], scratch: Path) -> None:
+    """Import what every run needs once, before forking: the proxy, the tokenizer's
+    vocabulary and, for mini-swe-agent, the agent with litellm."""
+    from forgetting import tokenizer
+    from forgetting.proxy import start_proxy  # noqa: F401
+
+    tokenizer.count("warm up")
+    if agents & {"mini", "mini-text"}:
+        from forgetting.runner import mini
+
+        mini.prepare_environment(scratch / "mswea-config")
+        mini.preload()
+
+
+def server_log_path(study: Study, batch: Batch, manifest: str | os.PathLike[str] | None) -> Path:
+    """The model server's log: beside the batch's manifest (kept after the job)."""
+    if manifest is not None:
+        return Path(manifest).parent / "model_server.log"
+    return Layout(study.results_dir).batch_dir(batch.key) / "model_server.log"
+
+
+def run_batch(
+    study: Study,
+    batch: Batch,
+    *,
+    manifest: str | os.PathLike[str] | None = None,
+    log: str | os.PathLike[str] | None = None,
+    settings: RunnerSettings | None = None,
+    echo: bool = True,
+) -> dict[str, Any]:
+    """Run every unfinished run of ``batch`` and write its manifest (see the module docstring).
+
+    The manifest maps each run id to ``status``, ``turns`` and ``resolved`` (None: the
+    evaluation fills it in its own manifest). Raises :class:`RunsNotFinished` when a run met
+    an infrastructure failure; the finished runs are kept and are not redone next time.
+    """
+    from forgetting.model_server import serving
+
+    settings = settings or RunnerSettings.from_study(study)
+    with StageLog(log, echo=echo) as say, _terminate_as_exception():
+        runner = BatchRunner(study, batch, settings, say)
+        todo = runner.plan()
+        if runner.report.skipped:
+            say.line(f"{batch.key}: {runner.report.skipped} of {len(batch.runs)} runs finished before; kept")
+        if todo:
+            if any(r.agent == "trae" for r in todo):
+                from forgetting.runner.trae import check_ready
+
+                check_ready(settings)
+            with _scratch(settings, batch) as scratch:
+                preload({r.agent for r in todo}, scratch)
+                say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; "
+                         f"starting the {settings.backend} model server")
+                with serving(
+                    model_section(study, settings), log_path=server_log_path(study, batch, manifest), seed=study.seed
+                ) as server:
+                    say.line(f"model server ready at {server.base_url} in {server.startup_s or 0:.1f} s")
+                    try:
+                        runner.execute(todo, server.base_url, server, scratch)
+                    finally:
+                        runner.stop_all()
+        report = runner.report
+        if report.failures:
+            names = "; ".join(f"{rid} ({why})" for rid, why in sorted(report.failures.items()))
+            raise RunsNotFinished(
+                f"{batch.key}: {len(report.failures)} of {len(batch.runs)} runs did not finish and will be "
+                f"redone by the next invocation: {names}"
+            )
+        statuses = Counter(e["status"] for e in report.entries.values())
+        document = {
+            "batch": batch.key,
+            "runs": {r.run_id: report.entries[r.run_id] for r in batch.runs},
+            "summary": {"runs": len(batch.runs), "statuses": dict(sorted(statuses.items()))},
+        }
+        if manifest is not None:
+            write_json(manifest, document)
+        say.line(f"{batch.key}: " + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())))
+        return document
+
+
+def run_one(study: Study, run: Run, **kwargs: Any) -> dict[str, Any]:
+    """One run with its own model server (``forgetting run``)."""
+    return run_batch(study, Batch(run.agent, run.configuration, "single", (run,)), **kwargs)
+
+
+def batch_entries(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return dict(document.get("runs") or {})

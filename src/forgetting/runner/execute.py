@@ -1,0 +1,118 @@
+"""One run, in the process that carries it out: workspace, proxy, agent, outcome.
+
+:func:`execute_run` is what a forked run process does. It writes the agent's files into the
+run's temporary directory and reports how the run ended in ``.outcome.json`` there; the
+batch (:mod:`forgetting.runner.batch`) turns that into ``run.json`` and renames the
+directory into place. Nothing here finalizes a run, so a run process killed at any point
+leaves nothing that looks finished.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import traceback
+from pathlib import Path
+
+from forgetting.atomic import write_json
+from forgetting.errors import UserError
+from forgetting.model_server import die_with_parent
+from forgetting.plan import Run
+from forgetting.runner.context import RunContext
+from forgetting.runner.outcome import AgentOutcome, InfraFailure
+from forgetting.runner.rundir import OUTCOME_FILE
+from forgetting.runner.settings import RunnerSettings
+from forgetting.runner.workspace import make_workspace, problem_statement
+
+AGENT_LOG = "agent.log"
+
+
+def run_agent(ctx: RunContext) -> AgentOutcome:
+    if ctx.run.agent == "trae":
+        from forgetting.runner.trae import run_trae
+
+        return run_trae(ctx)
+    from forgetting.runner.mini import run_mini
+
+    return run_mini(ctx)
+
+
+def execute_run(
+    run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str, proxy_settings: object
+) -> AgentOutcome:
+    """Carry out ``run`` with its own deletion proxy in front of ``model_url``.
+
+    Raises :class:`InfraFailure` when the workspace or the proxy cannot be made.
+    """
+    from forgetting.proxy import start_proxy
+
+    task_text = problem_statement(settings, run.task)
+    workspace = make_workspace(settings, run.task, scratch)
+    try:
+        try:
+            proxy = start_proxy(model_url, run.deletion, run.seed, out, run.run_id, settings=proxy_settings)  # type: ignore[arg-type]
+        except (UserError, OSError) as exc:
+            raise InfraFailure(f"proxy: could not start: {exc}") from None
+        try:
+            ctx = RunContext(run, settings, out, scratch, workspace, task_text, proxy.url)
+            outcome = run_agent(ctx)
+        finally:
+            proxy.stop()
+        outcome.turns = proxy.calls
+        return outcome
+    finally:
+        workspace.remove()
+
+
+def _setup_process(out: Path) -> None:
+    """A run process of its own: own process group, dies with the batch, logs to agent.log."""
+    os.setpgid(0, 0)
+    die_with_parent()
+    fd = os.open(out / AGENT_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    for noisy in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "httpx"):  # one line per call otherwise
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def child_main(
+    run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str, proxy_settings: object
+) -> int:
+    """The body of a forked run process; returns its exit status (never raises)."""
+    try:
+        out.mkdir(parents=True, exist_ok=False)
+        scratch.mkdir(parents=True, exist_ok=True)
+        _setup_process(out)
+        print(f"run {run.run_id} (seed {run.seed}) pid {os.getpid()}", flush=True)
+        try:
+            outcome = execute_run(
+                run, settings, out=out, scratch=scratch, model_url=model_url, proxy_settings=proxy_settings
+            )
+        except InfraFailure as exc:
+            outcome = AgentOutcome(status="infra", error=str(exc))
+        except Exception as exc:  # a fault of the pipeline, not of the agent: do not record it
+            traceback.print_exc()
+            outcome = AgentOutcome(status="infra", error=f"runner failed: {type(exc).__name__}: {exc}"[:500])
+        print(f"outcome: {outcome.status} {outcome.exit_status} turns={outcome.turns} {outcome.error or ''}",
+              flush=True)
+        write_json(out / OUTCOME_FILE, outcome.as_dict())
+        return 0
+    except BaseException:
+        traceback.print_exc()
+        return 70
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        sys.stdout.flush()
+        sys.stderr.flush()

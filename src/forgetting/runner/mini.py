@@ -1,0 +1,172 @@
+"""mini-swe-agent runs: the real package, with its own SWE-bench configs and prompts.
+
+``mini`` uses ``swebench.yaml`` (tool calling, one ``bash`` tool; the study's agent) and
+``mini-text`` ``swebench_backticks.yaml`` (a fenced ``mswea_bash_command`` block per reply,
+observations as ``user`` messages). The agent is mini's ``DefaultAgent`` with
+``LitellmModel`` / ``LitellmTextbasedModel`` pointed at the run's proxy; only what the study
+fixes is changed: the step limit (``agent.turn_cap``), no cost limit, the wall-time limit
+(``execution.run_timeout_s``), the command timeout, the model, temperature and output cap.
+
+Environment: the demo's local checkout (``LocalEnvironment``, the shell gets this
+interpreter's directory first on ``PATH`` and ``PYTHONDONTWRITEBYTECODE=1``: demo tasks are
+Python projects and a stale ``.pyc`` once hid an edit), or on the cluster the task's
+instance image through mini's Singularity/Apptainer environment (``cwd /testbed``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forgetting.atomic import write_text
+from forgetting.layout import PATCH, TRAJECTORY
+from forgetting.runner.context import RunContext
+from forgetting.runner.outcome import SUBMITTED, AgentOutcome, InfraFailure, classify_mini
+from forgetting.runner.settings import MINI_CONFIGS, RunnerSettings
+
+#: environment of the process, set before litellm or minisweagent is imported
+OFFLINE_ENV = {
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # else litellm fetches its cost map at import
+    "MSWEA_SILENT_STARTUP": "1",
+    "MSWEA_CONFIGURED": "true",
+    "MSWEA_COST_TRACKING": "ignore_errors",
+    # the proxy already retries a failing model server; mini's own retries wait 4-60 s each
+    "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "3",
+}
+
+
+def prepare_environment(config_dir: Path) -> None:
+    """Offline, quiet, and no user config: call before importing minisweagent."""
+    for key, value in OFFLINE_ENV.items():
+        os.environ.setdefault(key, value)
+    if not os.environ.get("MSWEA_GLOBAL_CONFIG_DIR"):
+        config_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = str(config_dir)
+
+
+def preload() -> None:
+    """Import mini-swe-agent and litellm once (≈3.5 s), before the runs are forked."""
+    import litellm
+    import minisweagent.agents.default
+    import minisweagent.environments.local
+    import minisweagent.environments.singularity
+    import minisweagent.models.litellm_model
+    import minisweagent.models.litellm_textbased_model  # noqa: F401
+
+    litellm.suppress_debug_info = True
+
+
+def config_path(agent: str, settings: RunnerSettings) -> Path:
+    custom = settings.mini_config_files.get(agent)
+    if custom is not None:
+        return custom
+    from minisweagent.config import builtin_config_dir
+
+    return Path(builtin_config_dir) / "benchmarks" / MINI_CONFIGS[agent]
+
+
+def load_config(agent: str, settings: RunnerSettings) -> dict[str, Any]:
+    with open(config_path(agent, settings), encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def model_name(settings: RunnerSettings) -> str:
+    """litellm's name for the served model behind an OpenAI-compatible server."""
+    return f"hosted_vllm/{settings.served_name}"
+
+
+def model_config(config: dict[str, Any], settings: RunnerSettings, api_base: str) -> dict[str, Any]:
+    """mini's model section with the study's model, reached through the proxy."""
+    section = {k: v for k, v in (config.get("model") or {}).items() if k not in ("model_name", "model_class")}
+    section["model_name"] = model_name(settings)
+    section["model_kwargs"] = {
+        **(section.get("model_kwargs") or {}),
+        "api_base": api_base,
+        "api_key": "not-needed",
+        "temperature": float(settings.model.get("temperature", 0)),
+        "max_tokens": int(settings.model.get("max_tokens", 8192)),
+    }
+    section["cost_tracking"] = "ignore_errors"
+    return section
+
+
+def shell_env(config: dict[str, Any], *, local: bool) -> dict[str, str]:
+    """The environment variables of the agent's commands (mini's own, plus ours locally)."""
+    env = {str(k): str(v) for k, v in ((config.get("environment") or {}).get("env") or {}).items()}
+    if local:
+        env.pop("BASH_ENV", None)  # the image's conda activation; meaningless on this machine
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPATH"] = ""  # the task's own code only, not this pipeline's
+    return env
+
+
+def agent_config(config: dict[str, Any], settings: RunnerSettings, trajectory: Path) -> dict[str, Any]:
+    return {
+        **(config.get("agent") or {}),
+        "step_limit": settings.turn_cap,
+        "cost_limit": 0,
+        "wall_time_limit_seconds": settings.run_timeout_s,
+        "output_path": trajectory,
+    }
+
+
+def _environment(ctx: RunContext, config: dict[str, Any]) -> Any:
+    settings, ws = ctx.settings, ctx.workspace
+    env = shell_env(config, local=ws.local)
+    if ws.local:
+        from minisweagent.environments.local import LocalEnvironment
+
+        return LocalEnvironment(cwd=ws.cwd, env=env, timeout=settings.command_timeout_s)
+    from minisweagent.environments.singularity import SingularityEnvironment
+
+    tempfile.tempdir = str(ctx.scratch)  # mini builds its writable sandbox of the image here
+    try:
+        return SingularityEnvironment(
+            image=str(ws.image), cwd=ws.cwd, env=env, timeout=settings.command_timeout_s,
+            executable=settings.apptainer,
+        )
+    except Exception as exc:  # the sandbox could not be built: the workspace is missing
+        raise InfraFailure(f"workspace: apptainer sandbox of {ws.image} failed: {exc}") from None
+
+
+def run_mini(ctx: RunContext) -> AgentOutcome:
+    """Run mini-swe-agent on the task; write trajectory.json and patch.diff into ``ctx.out``."""
+    from minisweagent.agents.default import DefaultAgent
+    from minisweagent.models.litellm_model import LitellmModel
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
+
+    agent_name = ctx.run.agent
+    config = load_config(agent_name, ctx.settings)
+    model_cls = LitellmModel if agent_name == "mini" else LitellmTextbasedModel
+    model = model_cls(**model_config(config, ctx.settings, ctx.model_url))
+    env = _environment(ctx, config)
+    trajectory = ctx.out / TRAJECTORY
+    agent = DefaultAgent(model, env, **agent_config(config, ctx.settings, trajectory))
+    exception: BaseException | None = None
+    try:
+        agent.run(task=ctx.task_text)
+    except Exception as exc:  # mini recorded it as the exit message and saved the trajectory
+        exception = exc
+    finally:
+        cleanup = getattr(env, "cleanup", None)
+        if cleanup is not None:
+            cleanup()
+    last = agent.messages[-1] if agent.messages else {}
+    extra = (last.get("extra") or {}) if last.get("role") == "exit" else {}
+    exit_status = str(extra.get("exit_status") or "")
+    status, error = classify_mini(exit_status, exception)
+    submission = str(extra.get("submission") or "") if status == SUBMITTED else ""
+    agent.save(trajectory)
+    write_text(ctx.out / PATCH, submission)
+    return AgentOutcome(
+        status=status,
+        exit_status=exit_status or (type(exception).__name__ if exception else ""),
+        error=error,
+        extra={"agent_calls": agent.n_calls},
+    )

@@ -1,0 +1,232 @@
+"""Trae agent runs: ``trae-cli run …`` configured to reach the model through the run's proxy.
+
+Trae agent (bytedance/trae-agent, pinned at :data:`~forgetting.runner.settings.TRAE_COMMIT`)
+needs Python ≥ 3.12 and is not on PyPI, so it lives in its own image
+(``containers/trae-agent.def``) as a self-contained prefix, ``/opt/trae-agent``. On the
+cluster a run starts it *inside the task's SWE-bench instance image*, with that prefix bound
+in, so its bash tool works in ``/testbed`` with the task's environment (docs/runs.md)::
+
+    apptainer exec --contain --cleanenv --fakeroot --writable-tmpfs --pwd /testbed \\
+        --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:image-src=/opt/trae-agent \\
+        --env BASH_ENV=/root/.bashrc INSTANCE.sif /opt/trae-agent/bin/trae-cli run \\
+        --file /forgetting-run/task.txt --working-dir /testbed \\
+        --config-file /forgetting-run/trae_config.yaml --must-patch \\
+        --patch-path /forgetting-run/patch.diff --trajectory-file /forgetting-run/trajectory.json \\
+        --console-type simple
+
+For demo tasks (local checkouts, tests) ``agent.trae.executable`` is started directly with
+the checkout as working directory. The model provider is Trae's ``openrouter`` provider,
+whose Chat Completions client takes any ``base_url``: here the run's proxy. Trae reads
+``OPENROUTER_BASE_URL`` / ``OPENROUTER_API_KEY`` from the environment *before* its config
+file, so they are removed from the agent's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forgetting.atomic import write_text
+from forgetting.errors import ConfigError
+from forgetting.layout import PATCH, TRAJECTORY
+from forgetting.runner.context import RunContext
+from forgetting.runner.outcome import (
+    CAPPED,
+    CONTEXT_EXCEEDED,
+    ERROR,
+    SUBMITTED,
+    AgentOutcome,
+    InfraFailure,
+    is_context_overflow,
+)
+from forgetting.runner.settings import TRAE_PREFIX, RunnerSettings
+
+TASK_FILE = "task.txt"
+CONFIG_FILE = "trae_config.yaml"
+#: where the run's temporary directory appears inside the instance container
+MOUNT = "/forgetting-run"
+#: the name of the model provider entry in Trae's config
+PROVIDER = "forgetting_proxy"
+#: Trae's tools (its defaults, named so a change of defaults cannot change the study)
+TOOLS = ("bash", "str_replace_based_edit_tool", "sequentialthinking", "task_done")
+#: environment variables Trae prefers over its config file
+_PROVIDER_ENV = ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY")
+_EXCEEDED = "exceeded maximum steps"
+#: how a failed model call reads in Trae's step errors (openai's exception messages)
+_UNAVAILABLE = ("connection error", "request timed out", "error code: 500", "error code: 502",
+                "error code: 503", "error code: 504", "error code: 429")
+
+
+def trae_config(settings: RunnerSettings, base_url: str) -> dict[str, Any]:
+    """Trae's config file: its agent with the study's step cap, the model behind the proxy."""
+    return {
+        "agents": {
+            "trae_agent": {
+                "enable_lakeview": False,  # Lakeview summarises steps with extra model calls
+                "model": "study_model",
+                "max_steps": settings.turn_cap,
+                "tools": list(TOOLS),
+            }
+        },
+        "model_providers": {PROVIDER: {"provider": "openrouter", "base_url": base_url, "api_key": "not-needed"}},
+        "models": {
+            "study_model": {
+                "model_provider": PROVIDER,
+                "model": settings.served_name,
+                "max_tokens": int(settings.model.get("max_tokens", 8192)),
+                "temperature": float(settings.model.get("temperature", 0)),
+                "top_p": 1,
+                "top_k": 0,
+                "max_retries": settings.trae.max_retries,
+                "parallel_tool_calls": True,
+            }
+        },
+        "allow_mcp_servers": [],
+        "mcp_servers": {},
+    }
+
+
+def check_ready(settings: RunnerSettings) -> None:
+    """Fail before any run when Trae cannot be started (one line naming the key)."""
+    if settings.dataset_kind == "demo":
+        return
+    t = settings.trae
+    if t.apptainer_image is None and t.install_dir is None:
+        raise ConfigError("agent.trae: give apptainer_image (containers/trae-agent.def) or install_dir")
+    where = t.apptainer_image or t.install_dir
+    if not Path(str(where)).exists():
+        raise ConfigError(f"agent.trae: {where} not found; build the image first (docs/cluster.md)")
+
+
+def _prefix_bind(settings: RunnerSettings) -> str:
+    t = settings.trae
+    if t.apptainer_image is not None:
+        return f"{t.apptainer_image}:{TRAE_PREFIX}:image-src={TRAE_PREFIX}"
+    return f"{t.install_dir}:{TRAE_PREFIX}:ro"
+
+
+def command(ctx: RunContext) -> list[str]:
+    """The exact command line that starts the agent for this run."""
+    settings, ws = ctx.settings, ctx.workspace
+    inside = MOUNT if not ws.local else str(ctx.out)
+    cli = [
+        settings.trae.executable, "run",
+        "--file", f"{inside}/{TASK_FILE}",
+        "--working-dir", ws.cwd,
+        "--config-file", f"{inside}/{CONFIG_FILE}",
+        "--must-patch",
+        "--patch-path", f"{inside}/{PATCH}",
+        "--trajectory-file", f"{inside}/{TRAJECTORY}",
+        "--console-type", "simple",
+    ]
+    if ws.local:
+        return cli
+    return [
+        settings.apptainer, "exec", *settings.apptainer_exec_args,
+        "--pwd", ws.cwd,
+        "--bind", f"{ctx.out}:{MOUNT}",
+        "--bind", _prefix_bind(settings),
+        "--env", "BASH_ENV=/root/.bashrc",  # the instance image's `conda activate testbed`
+        str(ws.image),
+        *cli,
+    ]
+
+
+def agent_env(local: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _PROVIDER_ENV}
+    if local:
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPATH", None)
+    return env
+
+
+def _last_error(data: Mapping[str, Any]) -> str:
+    for step in reversed(data.get("agent_steps") or []):
+        if isinstance(step, Mapping) and step.get("error"):
+            return str(step["error"])
+    return ""
+
+
+def classify(data: Mapping[str, Any] | None, exit_code: int | None, timed_out: bool) -> tuple[str, str, str | None]:
+    """(status, exit_status, error) from Trae's trajectory and its process's exit status."""
+    if timed_out:
+        return ERROR, "TimeExceeded", "TimeExceeded: the run reached execution.run_timeout_s"
+    if not data:
+        return ERROR, "NoTrajectory", f"trae-cli exited with status {exit_code} without a trajectory"
+    if data.get("success"):
+        return SUBMITTED, "Submitted", None
+    final = str(data.get("final_result") or "")
+    if _EXCEEDED in final:
+        return CAPPED, "LimitsExceeded", None
+    error = _last_error(data)
+    if error and is_context_overflow(error):
+        return CONTEXT_EXCEEDED, "ContextWindowExceeded", None
+    if error and any(p in error.lower() for p in _UNAVAILABLE):
+        return "infra", "ModelUnavailable", f"model unavailable: {error}"[:500]
+    reason = error or final or f"trae-cli exited with status {exit_code}"
+    return ERROR, "Error", reason[:500]
+
+
+def run_trae(ctx: RunContext) -> AgentOutcome:
+    """Start ``trae-cli`` for the run and wait for it; read back its trajectory and patch."""
+    out = ctx.out
+    write_text(out / TASK_FILE, ctx.task_text)
+    write_text(out / CONFIG_FILE, yaml.safe_dump(trae_config(ctx.settings, ctx.model_url), sort_keys=False))
+    cmd = command(ctx)
+    print(f"$ {' '.join(cmd)}", flush=True)
+    sys.stdout.flush()
+    try:
+        process = subprocess.Popen(
+            cmd,
+            cwd=ctx.workspace.path if ctx.workspace.local else out,
+            env=agent_env(ctx.workspace.local),
+            stdout=sys.stdout.fileno(),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        raise InfraFailure(f"could not start {cmd[0]}: {exc.strerror or exc}") from None
+    timed_out = False
+    try:
+        exit_code = process.wait(timeout=ctx.settings.run_timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        process.kill()
+        exit_code = process.wait()
+    # apptainer's own failures (image not found, bind refused) exit 255 before the agent starts
+    trajectory = out / TRAJECTORY
+    data = _read_trajectory(trajectory)
+    if data is None and exit_code == 255 and not ctx.workspace.local:
+        raise InfraFailure(f"apptainer could not start the agent (exit 255); see {out.name}/agent.log")
+    status, exit_status, error = classify(data, exit_code, timed_out)
+    if not (out / PATCH).exists():
+        write_text(out / PATCH, "")
+    return AgentOutcome(
+        status=status,
+        exit_status=exit_status,
+        error=error,
+        agent_exit_code=exit_code,
+        extra={"agent_calls": len((data or {}).get("llm_interactions") or [])},
+    )
+
+
+def _read_trajectory(path: Path) -> dict[str, Any] | None:
+    import json
+
+    for _ in range(2):  # Trae rewrites the file after every step; the final write is complete
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else None
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            time.sleep(0.1)
+    return None

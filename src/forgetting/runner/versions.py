@@ -1,0 +1,59 @@
+"""Versions a run records: the agent's, the model's and the pipeline's."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from collections.abc import Mapping
+from typing import Any
+
+from forgetting import __version__
+from forgetting.config import PROJECT_ROOT
+from forgetting.runner.settings import TRAE_COMMIT, RunnerSettings
+
+#: how results of the scripted backend are labelled wherever they appear
+SCRIPTED_NOTE = "scripted stand-in for the LLM"
+
+
+@functools.cache
+def git_commit() -> str | None:
+    """The pipeline checkout's commit (with ``+dirty`` for local changes), or None."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10, check=False
+        )
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10, check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def agent_version(agent: str, settings: RunnerSettings) -> dict[str, Any]:
+    if agent == "trae":
+        image = settings.trae.apptainer_image or settings.trae.install_dir
+        return {"name": "trae-agent", "commit": TRAE_COMMIT, "install": str(image) if image else None}
+    import minisweagent
+
+    style = "tool calling" if agent == "mini" else "text actions"
+    return {"name": "mini-swe-agent", "version": minisweagent.__version__, "style": style}
+
+
+def model_version(model: Mapping[str, Any]) -> dict[str, Any]:
+    backend = str(model.get("backend"))
+    out: dict[str, Any] = {
+        "name": model.get("name"),
+        "served_name": model.get("served_name") or model.get("name"),
+        "backend": backend,
+    }
+    if backend == "scripted":
+        out["note"] = SCRIPTED_NOTE
+    return out
+
+
+def pipeline_version() -> dict[str, Any]:
+    return {"forgetting": __version__, "git_commit": git_commit()}
