@@ -16,7 +16,7 @@ from forgetting import __version__
 from forgetting.errors import UserError
 
 #: subcommand modules under forgetting.commands, in the order --help lists them
-COMMANDS: tuple[str, ...] = ("plan", "tasks")
+COMMANDS: tuple[str, ...] = ("plan", "tasks", "scripted-model")
 
 
 def build_parser() -> argparse.ArgumentParser:
