@@ -80,7 +80,7 @@ def test_all_fixture_edits_fix_the_failing_tests(repo: Path, task) -> None:
 def test_wrong_first_leaves_a_test_failing(repo: Path, task) -> None:
     w = task.wrong_first
     assert S.execute(repo, cmds.python_edit(w.path, w.old, w.new))["returncode"] == 0
-    assert "1 failed" in S.run_tests(repo).stdout or S.run_tests(repo).returncode != 0
+    assert S.run_tests(repo).returncode != 0
 
 
 def test_python_edit_survives_awkward_text() -> None:

@@ -87,6 +87,7 @@ class Policy:
             task.wrong_first is not None and draws.run("wrong_first") < settings.wrong_first_rate
         )
         self.skip_tests = draws.run("skip_tests") < settings.skip_tests_rate
+        self.diagnosis = task.summary
 
     # ------------------------------------------------------------------ helpers
     @property
@@ -176,9 +177,10 @@ class Policy:
     # ------------------------------------------------------------------ the fix
     def _work(self) -> Decision:
         reverts = [st for st in self.steps if st.kind == "revert"]
-        wrong_phase = self.wrong_first and not reverts
-        assert self.task.wrong_first is not None or not wrong_phase
-        plan: tuple[Edit, ...] = (self.task.wrong_first,) if wrong_phase else self.task.edits  # type: ignore[assignment]
+        wrong = self.task.wrong_first if self.wrong_first and not reverts else None
+        plan = (wrong,) if wrong is not None else self.task.edits
+        # what it currently believes the bug is: the wrong hypothesis until it is refuted
+        self.diagnosis = wrong.why if wrong is not None else self.task.summary
         epoch = reverts[-1].turn if reverts else 0
         paths = tuple(dict.fromkeys(e.path for e in plan))
 
@@ -190,11 +192,9 @@ class Policy:
         test_ok = outcome(latest_test.observation) if latest_test else None
         failing = latest_test if latest_test is not None and test_ok is False else None
 
-        if failing is not None and wrong_phase:
+        if failing is not None and wrong is not None:
             return self._reorient(epoch) or Decision(
-                say.revert(self.draws, self.task, failing),
-                (cmds.revert(self.task.wrong_first.path),),
-                "revert",
+                say.revert(self.draws, self.task, failing), (cmds.revert(wrong.path),), "revert"
             )
         if failing is not None and len(tests) >= self.s.max_test_runs:
             return self._start_submission(paths, say.tests_keep_failing(self.draws, failing), "give_up")
@@ -331,16 +331,15 @@ class Policy:
         use_sed = sed is not None and self.draws.call("edit_style") < 0.5
         command = sed if use_sed and sed is not None else cmds.python_edit(edit.path, old, edit.new)
         seen_text = self.shows(seen) if seen is not None else ""
-        text = say.edit(self.draws, self.task, edit, step, seen_text, first, reads, checked=not use_sed)
+        text = say.edit(self.draws, self.diagnosis, edit, step, seen_text, first, reads, checked=not use_sed)
         return Decision(text, (command,), step)
 
     # ------------------------------------------------------------------ reasoning memory
     def _diagnosis_visible(self) -> bool:
-        summary = self.task.summary
         for turn in self.conv.turns:
             if (
                 any(st.kind in ("edit", "review") for st in turn.steps)
-                and word_share(summary, turn.reasoning) >= self.s.reasoning_recall_threshold
+                and word_share(self.diagnosis, turn.reasoning) >= self.s.reasoning_recall_threshold
             ):
                 return True
         return False
@@ -355,7 +354,7 @@ class Policy:
             return None
         if self.last_steps and self.last_steps[-1].kind == "review":
             return None
-        return Decision(say.reorient(self.draws, self.task), (cmds.REVIEW,), "reorient")
+        return Decision(say.reorient(self.draws, self.diagnosis), (cmds.REVIEW,), "reorient")
 
 
 def corrupt(old: str, draws: Draws) -> str:

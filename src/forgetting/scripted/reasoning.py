@@ -21,7 +21,9 @@ def _issue_gist(task: TaskKnowledge) -> str:
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:]
+    """Lower-case a sentence's first word for use mid-sentence, unless it is a name."""
+    word = text.split(" ", 1)[0]
+    return text[:1].lower() + text[1:] if word.isalpha() and word[1:].islower() else text
 
 
 def _where(spec: ReadSpec) -> str:
@@ -130,16 +132,18 @@ def _quote(edit: Edit, seen: str) -> str:
 
 
 def edit(
-    draws: Draws, task: TaskKnowledge, e: Edit, step: str, seen: str, first: bool, reads: int, checked: bool
+    draws: Draws, diagnosis: str, e: Edit, step: str, seen: str, first: bool, reads: int, checked: bool
 ) -> str:
+    """``diagnosis``: what it believes the bug is (the task's summary, or a wrong first guess
+    whose ``why`` is that diagnosis)."""
     quote = _quote(e, seen)
-    parts = []
-    if first:
-        parts.append(f"Diagnosis: {task.summary}.")
+    diagnosis = diagnosis.rstrip(".")
+    why = e.why if e.why.rstrip(".") != diagnosis else ""
+    parts = [f"Diagnosis: {diagnosis}."] if first else []
     if step == "edit":
         if quote:
             parts.append(f"In `{e.path}` I can see `{quote}`.")
-        parts.append(e.why)
+        parts.append(why)
         if checked:
             parts.append(
                 draws.call_choice(
@@ -157,22 +161,22 @@ def edit(
             f"None of my {reads} reads of `{e.path}` is complete any more, but together they show every part "
             "of the block I need to change, so I can piece the exact text together."
         )
-        parts.append(e.why)
+        parts.append(why)
     elif step == "fragment_edit":
         parts.append(
             f"Only parts of my earlier read of `{e.path}` are still in my context, but I think they are "
             + (f"enough to see where the change goes (`{quote}`)." if quote else "enough to rebuild it.")
         )
-        parts.append(e.why + " I'll rebuild the old text from what I can see and replace it.")
+        parts.append(why + " I'll rebuild the old text from what I can see and replace it.")
     else:  # blind_edit
         parts.append(
             f"I have read `{e.path}` {reads} times and its content never stayed in my context. I'll make the "
             "change from what I expect the code to look like, and check the result afterwards."
         )
-        parts.append(e.why)
-    if task.summary.rstrip(".") not in " ".join(parts) and not first:
-        parts.append(f"(Recap: {task.summary}.)")
-    return " ".join(parts)
+        parts.append(why)
+    if not first:
+        parts.append(f"(Recap: {diagnosis}.)")
+    return " ".join(p.strip() for p in parts if p.strip())
 
 
 def run_tests(draws: Draws, task: TaskKnowledge, last: Sequence[Step]) -> str:
@@ -230,10 +234,10 @@ def give_up(draws: Draws, e: Edit, reads: int) -> str:
     )
 
 
-def reorient(draws: Draws, task: TaskKnowledge) -> str:
+def reorient(draws: Draws, diagnosis: str) -> str:
     return (
         "My earlier analysis is no longer in my context, so let me re-orient before continuing. "
-        f"Diagnosis, restated from the issue: {task.summary}. "
+        f"Diagnosis, restated: {diagnosis.rstrip('.')}. "
         "I'll check with git diff which changes I have already made."
     )
 

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from forgetting import tokenizer
 from forgetting.scripted.knowledge import TaskBook
 from forgetting.scripted.model import FINGERPRINT, SEED_HEADER, STAND_IN, BadRequest, ScriptedModel
 from forgetting.scripted.settings import ScriptedSettings
@@ -120,6 +121,7 @@ class ScriptedModelServer:
                 raise ValueError("give tasks_dir or book")
             book = TaskBook.load(tasks_dir)
         self.model = ScriptedModel(book, settings, served_name=served_name)
+        tokenizer.encoding()  # load the vocabulary now, not on the first request
         self._httpd = _Server((host, port), _handler(self.model))
         self._thread: threading.Thread | None = None
         self._foreground = False
