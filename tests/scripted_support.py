@@ -56,8 +56,8 @@ def mini_config(style: str) -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
-def problem_statement(task_id: str = TASK_ID) -> str:
-    return json.loads((TASKS / task_id / "instance.json").read_text())["problem_statement"]
+def problem_statement(task_id: str = TASK_ID, tasks: Path = TASKS) -> str:
+    return json.loads((tasks / task_id / "instance.json").read_text())["problem_statement"]
 
 
 def book() -> TaskBook:
@@ -213,9 +213,9 @@ class Run:
         return out
 
 
-def start_messages(style: str, task_id: str = TASK_ID) -> list[dict[str, Any]]:
+def start_messages(style: str, task_id: str = TASK_ID, tasks: Path = TASKS) -> list[dict[str, Any]]:
     cfg = mini_config(style)["agent"]
-    variables = {"task": problem_statement(task_id)}
+    variables = {"task": problem_statement(task_id, tasks)}
     return [
         {
             "role": "system",
@@ -238,11 +238,12 @@ def drive(
     seed_header: str | None = None,
     stop_before: Callable[[dict[str, Any]], bool] | None = None,
     task_id: str = TASK_ID,
+    tasks: Path = TASKS,
 ) -> Run:
     """Run the model against ``repo`` like mini-swe-agent would, until it submits, the call
     limit, or ``stop_before(response)`` holds (that response is then not executed)."""
     template = Template(mini_config(style)["model"]["observation_template"], undefined=StrictUndefined)
-    run = Run(messages=start_messages(style, task_id))
+    run = Run(messages=start_messages(style, task_id, tasks))
     tools = [BASH_TOOL] if style == "tool_calls" else None
     for _ in range(max_calls):
         sent = delete(run.messages) if delete else list(run.messages)

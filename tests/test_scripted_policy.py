@@ -362,3 +362,57 @@ def test_lost_reasoning_costs_reorientation_turns(tmp_path: Path) -> None:
     )
     assert "reorient" not in no_memory.steps
     assert len(run.responses) > len(kept.responses) == len(no_memory.responses)
+
+
+def test_pages_through_a_long_file_whose_read_was_cut_short(tmp_path: Path) -> None:
+    """``cat`` of a long file is cut to head and tail by mini's observation template; the
+    needed text sits in the elided middle, so the model pages with line numbers to find it."""
+    import json as _json
+
+    import yaml as _yaml
+
+    tasks = tmp_path / "tasks" / "demo__long-1"
+    repo = tmp_path / "long"
+    (repo / "pkg").mkdir(parents=True)
+    body = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n" for i in range(400))
+    body = body.replace("    return x + 200\n", "    return x - 200\n")
+    (repo / "pkg" / "funcs.py").write_text(body)
+    S.git(repo, "init", "-q", "-b", "main")
+    S.git(repo, "add", "-A")
+    S.git(repo, "commit", "-q", "-m", "base")
+    tasks.mkdir(parents=True)
+    statement = "helper_200 subtracts instead of adding\n\nhelper_200(1) should be 201."
+    (tasks / "instance.json").write_text(
+        _json.dumps({"instance_id": "demo__long-1", "problem_statement": statement})
+    )
+    (tasks / "solution.yaml").write_text(
+        _yaml.safe_dump(
+            {
+                "summary": "helper_200 subtracts 200 instead of adding it",
+                "locate": ["grep -n 'def helper_200' pkg/funcs.py"],
+                "read": [{"path": "pkg/funcs.py"}],
+                "edits": [
+                    {
+                        "path": "pkg/funcs.py",
+                        "old": "def helper_200(x):\n    return x - 200\n",
+                        "new": "def helper_200(x):\n    return x + 200\n",
+                        "why": "every other helper adds its number",
+                    }
+                ],
+                "test": "python -c 'import pkg.funcs as f; assert f.helper_200(1) == 201; print(\"ok\")'",
+            }
+        )
+    )
+    from forgetting.scripted import TaskBook
+
+    model = ScriptedModel(TaskBook.load(tmp_path / "tasks"), S.CALM)
+    run = S.drive(model, repo, style="text", task_id="demo__long-1", tasks=tmp_path / "tasks")
+    assert run.exit == "Submitted"
+    # the grep output said line 601: it reads around it with line numbers, then edits
+    assert run.commands[:3] == [
+        "grep -n 'def helper_200' pkg/funcs.py",
+        "cat pkg/funcs.py",
+        "nl -ba pkg/funcs.py | sed -n '591,613p'",
+    ]
+    assert run.steps[:4] == ["locate", "read", "reread", "edit"]
+    assert "+    return x + 200" in run.submission

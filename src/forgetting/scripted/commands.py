@@ -54,9 +54,13 @@ def read_command(spec: ReadSpec, full_style: int, range_style: int) -> str:
     return RANGE_READ_STYLES[range_style % len(RANGE_READ_STYLES)].format(path=path, a=a, b=b)
 
 
+def range_read(path: str, first: int, last: int) -> str:
+    return f"nl -ba {shlex.quote(path)} | sed -n '{first},{last}p'"
+
+
 def page_command(path: str, page: int) -> str:
     a = 1 + page * PAGE_LINES
-    return f"nl -ba {shlex.quote(path)} | sed -n '{a},{a + PAGE_LINES - 1}p'"
+    return range_read(path, a, a + PAGE_LINES - 1)
 
 
 def norm_path(path: str) -> str:

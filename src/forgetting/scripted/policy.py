@@ -24,6 +24,7 @@ continues editing or testing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,6 +34,7 @@ from forgetting.scripted.draws import Draws
 from forgetting.scripted.history import Conversation, Step
 from forgetting.scripted.knowledge import Edit, ReadSpec, TaskKnowledge, words
 from forgetting.scripted.observations import (
+    body,
     covered,
     file_text,
     fragment_guess,
@@ -41,6 +43,9 @@ from forgetting.scripted.observations import (
     word_share,
 )
 from forgetting.scripted.settings import ScriptedSettings
+
+#: a ``grep -n`` output line: ``[path:]LINE:text``
+_GREP_LINE = re.compile(r"^(?:(?P<path>[^:\s]+):)?(?P<line>\d+):")
 
 
 @dataclass(frozen=True)
@@ -318,11 +323,35 @@ class Policy:
             else:
                 reason = "deleted"
         else:
-            pages = {cmds.page_command(edit.path, k) for k in range(cmds.MAX_PAGES)}
-            done = sum(1 for r in self.reads_of(edit.path, state.since) if r.command.strip() in pages)
-            command = cmds.page_command(edit.path, done % cmds.MAX_PAGES)
             reason = "missed"
+            hint = self._line_hint(edit)
+            n_lines = len(edit.old.splitlines())
+            targeted = cmds.range_read(edit.path, max(1, hint - 10), hint + n_lines + 10) if hint else None
+            if targeted is not None and targeted not in missed_cmds:
+                command = targeted
+            else:
+                pages = {cmds.page_command(edit.path, k) for k in range(cmds.MAX_PAGES)}
+                done = sum(1 for r in self.reads_of(edit.path, state.since) if r.command.strip() in pages)
+                command = cmds.page_command(edit.path, done % cmds.MAX_PAGES)
         return Decision(say.reread(self.draws, edit, reason, self.last_steps), (command,), "reread")
+
+    def _line_hint(self, edit: Edit) -> int | None:
+        """The line number of the text in ``edit.path``, from a visible search output
+        (``grep -n`` style ``[path:]LINE:text``) showing the text's first line."""
+        probe = next((ln.strip() for ln in edit.old.splitlines() if len(ln.strip()) >= 6), "")
+        if not probe:
+            return None
+        for st in reversed(self.steps):
+            if st.what.read is not None or st.kind == "edit" or not st.observation:
+                continue
+            for line in body(st.observation).splitlines():
+                m = _GREP_LINE.match(line)
+                if not m or probe not in line:
+                    continue
+                where = m.group("path")
+                if where is None or cmds.norm_path(where) == edit.path:
+                    return int(m.group("line"))
+        return None
 
     def _edit(
         self, edit: Edit, old: str, step: str, seen: Step | None, first: bool, reads: int = 0
