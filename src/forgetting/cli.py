@@ -27,6 +27,7 @@ COMMANDS: tuple[str, ...] = (
     "collect",
     "report",
     "proxy",
+    "scripted-model",
 )
 
 
