@@ -52,7 +52,3 @@ def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return _run
-
-
-# fixture repositories of the evaluation tests live under tests/data: never collect them here
-collect_ignore_glob = ["data/*"]
