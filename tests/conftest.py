@@ -13,6 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 
+#: fixture repositories (tests/data) hold their own tests, run only inside scratch copies
+collect_ignore = ["data"]
+
 
 def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for a subprocess that must import this checkout's package."""
@@ -49,7 +52,3 @@ def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
         )
 
     return _run
-
-
-# fixture repositories of the evaluation tests live under tests/data: never collect them here
-collect_ignore_glob = ["data/*"]

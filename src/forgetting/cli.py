@@ -29,6 +29,7 @@ COMMANDS: tuple[str, ...] = (
     "collect",
     "report",
     "proxy",
+    "scripted-model",
 )
 
 

@@ -1,0 +1,91 @@
+"""``forgetting scripted-model``: serve the scripted model, a deterministic stand-in for the
+LLM, as an OpenAI-compatible Chat Completions server on loopback.
+
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Runs until
+interrupted (Ctrl-C or SIGTERM). Its answers describe this stand-in, not a language model.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "scripted-model",
+        help="serve the scripted stand-in model (OpenAI-compatible, for the demo and tests)",
+        description=__doc__,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed on start)")
+    p.add_argument("--tasks", default=None, help="demo tasks directory (default resources/demo/tasks)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="server seed (default: model.scripted.seed, else 0)"
+    )
+    p.add_argument("--config", default=None, help="study config whose model.scripted settings to use")
+    p.add_argument(
+        "--served-name", default=None, help="model name to report (default: model.served_name or scripted)"
+    )
+    p.add_argument("--port-file", default=None, help="write the bound port to this file once listening")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from forgetting.atomic import write_text
+    from forgetting.config import PROJECT_ROOT, load_study
+    from forgetting.errors import UserError
+    from forgetting.scripted import ScriptedModelServer, ScriptedSettings
+
+    settings = ScriptedSettings()
+    served_name = "scripted"
+    tasks = args.tasks
+    if args.config:
+        study = load_study(args.config)
+        model = study.section("model")
+        settings = ScriptedSettings.from_mapping(model.get("scripted"), f"{args.config}: model.scripted")
+        served_name = str(model.get("served_name") or model.get("name") or served_name)
+        dataset = study.section("dataset")
+        if tasks is None and dataset.get("kind") == "demo" and dataset.get("instances"):
+            tasks = str(study.path(dataset["instances"]))
+    if args.seed is not None:
+        if args.seed < 0:
+            raise UserError(f"--seed {args.seed}: expected an integer ≥ 0")
+        settings = settings.replace(seed=args.seed)
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port {args.port}: expected 0–65535")
+    tasks = tasks or str(PROJECT_ROOT / "resources" / "demo" / "tasks")
+    try:
+        server = ScriptedModelServer(
+            tasks,
+            host=args.host,
+            port=args.port,
+            settings=settings,
+            served_name=args.served_name or served_name,
+        )
+    except OSError as exc:
+        raise UserError(
+            f"--host {args.host} --port {args.port}: cannot listen ({exc.strerror or exc})"
+        ) from None
+    if args.port_file:
+        write_text(args.port_file, f"{server.port}\n")
+    print(
+        f"scripted model (a deterministic stand-in for an LLM): {len(server.model.book.tasks)} task(s), "
+        f"{server.url}, seed {settings.seed}",
+        flush=True,
+    )
+
+    def _stop(signum: int, frame: Any) -> None:
+        threading.Thread(target=server.stop, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
