@@ -14,6 +14,7 @@ inside an Apptainer image (``apptainer exec --nv IMAGE vllm serve …``).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import signal
@@ -71,12 +72,17 @@ def vllm_command(model: Mapping[str, Any], *, host: str, port: int) -> list[str]
 
 
 def scripted_command(model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
-    """The scripted stand-in model's server command line."""
+    """The scripted stand-in model's server command line: the ``model.scripted`` settings (as
+    JSON), the served name, and ``tasks`` (the demo tasks directory, which the batch adds)."""
     s = dict(model.get("scripted") or {})
+    tasks = s.pop("tasks", None)
     cmd = [sys.executable, "-m", "forgetting", "scripted-model", "--host", host, "--port", str(port)]
-    cmd += ["--seed", str(s.get("seed", seed))]
-    if s.get("tasks"):
-        cmd += ["--tasks", str(s["tasks"])]
+    cmd += ["--seed", str(s.pop("seed", seed))]
+    if s:
+        cmd += ["--settings", json.dumps(s, sort_keys=True)]
+    cmd += ["--served-name", str(model.get("served_name") or model.get("name") or "scripted")]
+    if tasks:
+        cmd += ["--tasks", str(tasks)]
     return cmd
 
 
@@ -202,6 +208,14 @@ def server_for(
     return ModelServer(list(command), f"{base}/v1", f"{base}/health", log_path)
 
 
+def package_env() -> dict[str, str]:
+    """``PYTHONPATH`` for a ``python -m forgetting`` child: this very package first, installed
+    or not (a checkout's ``src/``)."""
+    src = str(Path(__file__).resolve().parent.parent)
+    rest = os.environ.get("PYTHONPATH", "")
+    return {"PYTHONPATH": os.pathsep.join([src, rest]) if rest else src}
+
+
 @contextlib.contextmanager
 def serving(
     model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None
@@ -209,7 +223,7 @@ def serving(
     """Start the model server, yield it while healthy, always shut it down."""
     startup = timeout_s or float((model.get(model["backend"]) or {}).get("startup_timeout_s", 1800))
     server = server_for(model, log_path=log_path, seed=seed)
-    server.start(timeout_s=startup)
+    server.start(timeout_s=startup, env=package_env() if model["backend"] == "scripted" else None)
     try:
         yield server
     finally:

@@ -25,6 +25,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--config", default=None, help="study config whose model.scripted settings to use")
     p.add_argument(
+        "--settings", default=None, metavar="JSON",
+        help="model.scripted settings as a JSON object (how a batch job passes its config's section)",
+    )
+    p.add_argument(
         "--served-name", default=None, help="model name to report (default: model.served_name or scripted)"
     )
     p.add_argument("--port-file", default=None, help="write the bound port to this file once listening")
@@ -51,6 +55,16 @@ def run(args: argparse.Namespace) -> int:
         dataset = study.section("dataset")
         if tasks is None and dataset.get("kind") == "demo" and dataset.get("instances"):
             tasks = str(study.path(dataset["instances"]))
+    if args.settings is not None:
+        import json
+
+        try:
+            raw = json.loads(args.settings)
+        except ValueError as exc:
+            raise UserError(f"--settings: not a JSON object ({exc})") from None
+        if not isinstance(raw, dict):
+            raise UserError("--settings: expected a JSON object of model.scripted keys")
+        settings = ScriptedSettings.from_mapping(raw, "--settings")
     if args.seed is not None:
         if args.seed < 0:
             raise UserError(f"--seed {args.seed}: expected an integer ≥ 0")

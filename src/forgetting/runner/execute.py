@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -48,19 +49,24 @@ def execute_run(
     """
     from forgetting.proxy import start_proxy
 
+    t0 = time.monotonic()
     task_text = problem_statement(settings, run.task)
     workspace = make_workspace(settings, run.task, scratch)
+    print(f"workspace {workspace.cwd}{f' in {workspace.image}' if workspace.image else ''} "
+          f"({time.monotonic() - t0:.2f} s)", flush=True)
     try:
         try:
             proxy = start_proxy(model_url, run.deletion, run.seed, out, run.run_id, settings=proxy_settings)  # type: ignore[arg-type]
         except (UserError, OSError) as exc:
             raise InfraFailure(f"proxy: could not start: {exc}") from None
+        print(f"proxy {proxy.url} -> {model_url} ({run.deletion.name}) ({time.monotonic() - t0:.2f} s)", flush=True)
         try:
             ctx = RunContext(run, settings, out, scratch, workspace, task_text, proxy.url)
             outcome = run_agent(ctx)
         finally:
             proxy.stop()
         outcome.turns = proxy.calls
+        print(f"agent finished ({time.monotonic() - t0:.2f} s)", flush=True)
         return outcome
     finally:
         workspace.remove()
@@ -76,6 +82,9 @@ def _setup_process(out: Path) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
+    # the streams themselves too: a caller may have replaced them (pytest's capture does)
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)

@@ -9,12 +9,14 @@ fixes is changed: the step limit (``agent.turn_cap``), no cost limit, the wall-t
 
 Environment: the demo's local checkout (``LocalEnvironment``, the shell gets this
 interpreter's directory first on ``PATH`` and ``PYTHONDONTWRITEBYTECODE=1``: demo tasks are
-Python projects and a stale ``.pyc`` once hid an edit), or on the cluster the task's
+Python projects and a stale ``.pyc`` once hid an edit; none of this pipeline's
+``PYTHONPATH``, pytest options or pytest plugins), or on the cluster the task's
 instance image through mini's Singularity/Apptainer environment (``cwd /testbed``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
@@ -49,8 +51,25 @@ def prepare_environment(config_dir: Path) -> None:
         os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = str(config_dir)
 
 
+#: what litellm imports lazily on its first completion (≈0.2 s in every run process otherwise);
+#: best effort: a module another litellm version lacks is skipped
+_LITELLM_LAZY = (
+    "litellm.litellm_core_utils.prompt_templates.file_id_utils",
+    "litellm.llms.hosted_vllm.chat.transformation",
+    "litellm.llms.litellm_proxy.chat.transformation",
+    "litellm.integrations.generic_api.generic_api_callback",
+    "litellm.proxy._types",
+    "httpcore",
+    "h11",
+    "h2.connection",
+)
+
+
 def preload() -> None:
-    """Import mini-swe-agent and litellm once (≈3.5 s), before the runs are forked."""
+    """Import mini-swe-agent and litellm once (≈3.5 s), before the runs are forked; and what
+    litellm would load on its first call. Starts no thread (the runs are forked after it)."""
+    import importlib
+
     import litellm
     import minisweagent.agents.default
     import minisweagent.environments.local
@@ -59,6 +78,13 @@ def preload() -> None:
     import minisweagent.models.litellm_textbased_model  # noqa: F401
 
     litellm.suppress_debug_info = True
+    with contextlib.suppress(Exception):  # a litellm without it: nothing to warm
+        _ = litellm.encoding  # tiktoken's default encoding, loaded on first use
+    for name in _LITELLM_LAZY:
+        try:
+            importlib.import_module(name)
+        except Exception:  # best effort
+            continue
 
 
 def config_path(agent: str, settings: RunnerSettings) -> Path:
@@ -103,6 +129,10 @@ def shell_env(config: dict[str, Any], *, local: bool) -> dict[str, str]:
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTHONPATH"] = ""  # the task's own code only, not this pipeline's
+        env["PYTEST_ADDOPTS"] = ""
+        # pytest as a project environment has it: not the plugins of this pipeline's venv,
+        # whose loading costs ~0.8 s of CPU per pytest run (demo tasks need plain pytest)
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return env
 
 

@@ -12,6 +12,7 @@ In-process use (tests, the runner)::
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +31,12 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "forgetting-scripted-stand-in"
+
+        def setup(self) -> None:
+            super().setup()
+            # headers and body go out as separate writes: without this, Nagle's algorithm and the
+            # client's delayed ACK hold every reply on a kept-alive connection for ~40 ms
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def log_message(self, format: str, *args: Any) -> None:  # quiet: the proxy logs calls
             return
