@@ -137,3 +137,45 @@ def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, 
     assert run_json(study, f"mini/baseline/{TASK}/1")["status"] == "submitted"
     for rid in (f"mini/baseline/{TASK}/2", "mini/baseline/demo__ledger-1/1", "mini/baseline/demo__ledger-1/2"):
         assert not run_dir(study, rid).exists()
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                pids.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _port_open(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stopped_batch_leaves_no_run_process_and_no_model_server(tmp_path, how):
+    config = write_study(tmp_path, repeats={"baseline": 3, "deletion": 1})
+    study = _three_runs(tmp_path)
+    batch = batch_of(study, "mini", "baseline")
+    cmd = [sys.executable, "-m", "forgetting", "run-batch", str(config), "--batch", batch.key]
+    process = subprocess.Popen(cmd, cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    temp = _wait_for_run_in_flight(study.results_dir, process, calls=2)
+    server_log = Layout(study.results_dir).batch_dir(batch.key) / "model_server.log"
+    port = int(server_log.read_text().split("--port ", 1)[1].split()[0])
+    assert _port_open(port) and len(_processes_mentioning(str(config))) >= 2  # the batch and its run
+    process.send_signal(how)
+    process.communicate(timeout=60)
+    assert process.returncode == (143 if how == signal.SIGTERM else -9)
+    end = time.monotonic() + 20
+    while (_processes_mentioning(str(config)) or _port_open(port)) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert _processes_mentioning(str(config)) == [] and not _port_open(port)
+    victim = run_dir(study, f"mini/baseline/{TASK}/{temp.name.split('.')[1]}")
+    assert not (victim / RUN_JSON).exists()
