@@ -42,6 +42,7 @@ def write_study(tmp: Path, **sections: Any) -> Path:
         "execution": {"concurrency": 1, "scratch_dir": str(tmp / "scratch")},
     }
     config.update(sections)
+    tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "study.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path

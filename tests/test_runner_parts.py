@@ -272,3 +272,48 @@ def test_run_command_rejects_a_run_id_outside_the_plan(run_cli, tmp_path):
     ]
     done = run_cli("run-batch", config, "--batch", "mini/baseline/b999-00000000")
     assert done.returncode == 2 and "is not a batch of" in done.stderr
+
+
+# ------------------------------------------------------------------ SWE-bench tasks (cluster path)
+
+
+# mini's SingularityEnvironment.__del__ fails on an object whose sandbox build failed (its own quirk)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
+    from forgetting.runner.outcome import InfraFailure
+    from forgetting.runner.workspace import make_workspace, problem_statement
+
+    rows = tmp_path / "verified.jsonl"
+    row = {"instance_id": "django__django-11099", "problem_statement": "UsernameValidator"}
+    rows.write_text(json.dumps(row) + "\n")
+    images = tmp_path / "sif"
+    images.mkdir()
+    settings = RunnerSettings(dataset_kind="swebench", instances=rows, image_dir=images,
+                              apptainer=str(tmp_path / "apptainer"), command_timeout_s=30)
+    assert problem_statement(settings, "django__django-11099") == "UsernameValidator"
+    with pytest.raises(InfraFailure, match=r"django__django-11099\.sif not found"):
+        make_workspace(settings, "django__django-11099", tmp_path)
+    (images / "django__django-11099.sif").write_text("image")
+    ws = make_workspace(settings, "django__django-11099", tmp_path)
+    assert not ws.local and ws.cwd == "/testbed" and ws.image == images / "django__django-11099.sif"
+
+    # mini-swe-agent's own Apptainer environment, its sandbox built in the run's scratch directory
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "apptainer"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n[ "$1" = build ] && mkdir -p "$3"\nexit $FAKE_STATUS\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("FAKE_STATUS", "0")
+    run = plan_runs(study_at(tmp_path / "study"))[0]
+    ctx = RunContext(run, settings, tmp_path / "out", tmp_path / "scratch", ws, "fix it", "http://127.0.0.1:1/v1")
+    (tmp_path / "scratch").mkdir()
+    config = mini.load_config("mini", settings)
+    env = mini._environment(ctx, config)
+    assert type(env).__name__ == "SingularityEnvironment"
+    assert (env.config.image, env.config.cwd, env.config.timeout) == (str(ws.image), "/testbed", 30)
+    assert env.config.env["BASH_ENV"] == "/root/.bashrc" and env.config.executable == str(fake)
+    assert env.sandbox_dir.parent == tmp_path / "scratch"
+    assert calls.read_text().split()[:2] == ["build", "--sandbox"]
+    env.cleanup()
+    monkeypatch.setenv("FAKE_STATUS", "1")
+    with pytest.raises(InfraFailure, match="apptainer sandbox"):
+        mini._environment(ctx, config)
