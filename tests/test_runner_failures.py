@@ -179,3 +179,31 @@ def test_a_stopped_batch_leaves_no_run_process_and_no_model_server(tmp_path, how
     assert _processes_mentioning(str(config)) == [] and not _port_open(port)
     victim = run_dir(study, f"mini/baseline/{TASK}/{temp.name.split('.')[1]}")
     assert not (victim / RUN_JSON).exists()
+
+
+def test_runs_over_their_time_limit_are_finished_as_errors(tmp_path, monkeypatch):
+    from forgetting.runner.settings import RunnerSettings
+
+    monkeypatch.setenv("FAKE_VLLM_CALL_DELAY", "0.6")
+    study = study_at(tmp_path, model=FAKE_VLLM_MODEL, repeats={"baseline": 2, "deletion": 1},
+                     execution={"concurrency": 2, "run_timeout_s": 1, "scratch_dir": str(tmp_path / "s")})
+    batch = batch_of(study, "mini", "baseline")
+    # the agent's own limit: mini-swe-agent stops before the call that would start after 1 s
+    document = run_batch(study, batch, echo=False)
+    for run in batch.runs:
+        meta = run_json(study, run.run_id)
+        assert (meta["status"], meta["exit_status"]) == ("error", "TimeExceeded")
+        # calls start at 0 s and ~0.6 s (later on a loaded machine), none after 1 s
+        assert meta["turns"] in (1, 2) and meta["turns"] == document["runs"][run.run_id]["turns"]
+    # a run stuck in one step past the limit: killed by the batch, recorded as an error
+    monkeypatch.setenv("FAKE_VLLM_CALL_DELAY", "30")
+    monkeypatch.setattr(RunnerSettings, "kill_after_s", property(lambda self: 2.0))
+    forced = study_at(tmp_path, model=FAKE_VLLM_MODEL, repeats={"baseline": 2, "deletion": 1}, force_rerun=True,
+                      execution={"concurrency": 2, "run_timeout_s": 1, "scratch_dir": str(tmp_path / "s")})
+    started = time.monotonic()
+    run_batch(forced, batch_of(forced, "mini", "baseline"), echo=False)
+    assert time.monotonic() - started < 20
+    for run in batch.runs:
+        meta = run_json(study, run.run_id)
+        assert (meta["status"], meta["exit_status"], meta["turns"]) == ("error", "TimeExceeded", 0)
+        assert meta["error"].startswith("killed after 2 s")

@@ -99,22 +99,26 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _model_seconds(calls_path: Path) -> float | None:
-    """Seconds spent waiting for the model, from the call log's request/response times."""
+def call_stats(calls_path: Path) -> tuple[int, float | None]:
+    """(model calls answered, seconds spent waiting for them) from a call log; reads only the
+    ``call`` records (a torn last line, from a killed run, is skipped)."""
     if not calls_path.is_file():
-        return None
-    total = 0.0
+        return 0, None
+    answered, waited = 0, 0.0
     with open(calls_path, encoding="utf-8") as fh:
         for line in fh:
-            if '"call"' not in line:
+            if '"type":"call"' not in line:
                 continue
             try:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            if rec.get("type") == "call" and rec.get("t_request") and rec.get("t_response"):
-                total += float(rec["t_response"]) - float(rec["t_request"])
-    return round(total, 3)
+            if rec.get("type") != "call" or not rec.get("ok"):
+                continue
+            answered += 1
+            if rec.get("t_request") and rec.get("t_response"):
+                waited += float(rec["t_response"]) - float(rec["t_request"])
+    return answered, round(waited, 3)
 
 
 class BatchRunner:
@@ -214,7 +218,7 @@ class BatchRunner:
                 status="error", exit_status="TimeExceeded",
                 error=f"killed after {wall:.0f} s (execution.run_timeout_s {self.settings.run_timeout_s} s)",
             )
-            outcome.turns = _count_calls(temp / CALLS)
+            outcome.turns = call_stats(temp / CALLS)[0]
         else:
             code = _exit_code(wait_status)
             data = _read_json(temp / OUTCOME_FILE)
@@ -258,7 +262,7 @@ class BatchRunner:
             "agent_calls": outcome.extra.get("agent_calls"),
             "started": round(slot.started, 3),
             "wall_s": round(wall, 3),
-            "model_s": _model_seconds(temp / CALLS),
+            "model_s": call_stats(temp / CALLS)[1],
             "agent_exit_code": outcome.agent_exit_code,
             "patch_bytes": patch.stat().st_size if patch.is_file() else 0,
             "error": outcome.error,
@@ -325,17 +329,6 @@ def _exit_code(wait_status: int | None) -> int | None:
     if wait_status is None:
         return None
     return os.waitstatus_to_exitcode(wait_status)
-
-
-def _count_calls(path: Path) -> int:
-    if not path.is_file():
-        return 0
-    n = 0
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if '"type":"call"' in line and '"ok":true' in line:
-                n += 1
-    return n
 
 
 def _server_trouble(server: Any, check_health: bool) -> str | None:
