@@ -149,6 +149,12 @@ def images_for_evaluation(study: Study) -> list[str]:
     return pull_markers(study) if evaluation_needs_instance_images(study) else []
 
 
+def study_images(study: Study) -> list[str]:
+    """Every image file any job of the study reads (the ``images`` target), sorted."""
+    paths = {p for agent in study.agents for p in images_for_runs(study, agent)}
+    return sorted(paths | set(images_for_evaluation(study)))
+
+
 def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,
                log: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Pull the instance images of one chunk (those already there are kept) and write its marker.
@@ -169,10 +175,8 @@ def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,
     finally:
         if log_fh:
             log_fh.close()
-    record = {
-        "chunk": chunk_name,
-        "images": {i: {"sif": str(p), "bytes": p.stat().st_size} for i, p in zip(chunks[chunk_name].ids, paths)},
-    }
+    images = {i: {"sif": str(p), "bytes": p.stat().st_size} for i, p in zip(chunks[chunk_name].ids, paths, strict=True)}
+    record = {"chunk": chunk_name, "images": images}
     write_json(marker, record)
     return record
 

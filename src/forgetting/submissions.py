@@ -88,9 +88,9 @@ def local_rules(files: Iterable[str | Path]) -> set[str]:
         for m in _LOCALRULES.finditer(text):
             local.update(n.strip() for n in m.group("names").split(",") if n.strip())
         for rule, body in _rule_blocks(text).items():
-            if re.search(r"^\s+localrule\s*:\s*True\s*$", body, re.MULTILINE):
-                local.add(rule)
-            elif not any(re.search(rf"^\s+{a}\s*:", body, re.MULTILINE) for a in _ACTIONS):
+            declared = re.search(r"^\s+localrule\s*:\s*True\s*$", body, re.MULTILINE)
+            no_action = not any(re.search(rf"^\s+{a}\s*:", body, re.MULTILINE) for a in _ACTIONS)
+            if declared or no_action:
                 local.add(rule)
     return local
 
@@ -120,9 +120,8 @@ class Submissions:
 
     def lines(self) -> list[str]:
         out = [f"{rule:<24} {n:>5}" for rule, n in sorted(self.per_rule.items())]
-        out += [
-            f"group {group:<18} {n:>5}  ({self.grouped_jobs[group]} jobs)" for group, n in sorted(self.per_group.items())
-        ]
+        for group, n in sorted(self.per_group.items()):
+            out.append(f"group {group:<18} {n:>5}  ({self.grouped_jobs[group]} jobs)")
         out.append(f"{'total':<24} {self.total:>5}")
         return out
 

@@ -4,30 +4,14 @@
 # run_batch (model.backend vllm) and evaluate_batch (evaluation.backend apptainer), marked
 # ancient: a rebuilt or re-pulled image never reruns finished batches. The demo has none.
 
-from forgetting.containers import (
-    IMAGE_NAMES,
-    ContainerSettings,
-    images_for_evaluation,
-    images_for_runs,
-    instance_image_dir,
-)
-
 CONTAINERS = ContainerSettings.from_study(PLAN.study)
 SIF_DIR = instance_image_dir(PLAN.study)
-
-
-def run_images(wildcards):
-    return [ancient(p) for p in images_for_runs(PLAN.study, wildcards.agent)]
-
-
-def evaluation_images(wildcards):
-    return [ancient(p) for p in images_for_evaluation(PLAN.study)]
 
 
 rule images:
     """Every image the study needs, built and pulled ahead of the batch jobs."""
     input:
-        sorted({p for a in PLAN.study.agents for p in images_for_runs(PLAN.study, a)} | set(images_for_evaluation(PLAN.study))),
+        study_images(PLAN.study),
     localrule: True
 
 
@@ -41,6 +25,8 @@ rule build_image:
     wildcard_constraints:
         image="|".join(IMAGE_NAMES),
     localrule: CONTAINERS.on_login_node
+    conda:
+        "../../envs/analysis.yaml"
     script:
         "../scripts/build_image.py"
 
