@@ -271,3 +271,13 @@ def test_newer_images_never_rerun_finished_batches(tmp_path):
     assert results.is_dir() and (images / "containers" / "vllm.sif").is_file()
     jobs = dry_run(cfg, tmp_path, "--until", "analyze_batch")
     assert not [j for j in jobs if j.rule not in ("collect", "all", "plan")], [j.rule for j in jobs][:5]
+
+
+@pytest.mark.skipif(not (ROOT / "resources" / "demo" / "tasks.txt").is_file(),
+                    reason="the demo tasks (resources/demo/tasks.txt, issue 4) are not in this checkout")
+def test_the_demo_dag_has_no_image_job(tmp_path):
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    demo["study"]["results_dir"] = str(tmp_path / "results")
+    jobs = dry_run(demo, tmp_path)
+    assert by_rule(jobs, "run_batch")
+    assert not by_rule(jobs, "build_image") and not by_rule(jobs, "pull_swebench_images")
