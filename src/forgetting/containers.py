@@ -18,6 +18,7 @@ The demo (scripted model, local evaluation) needs none, so no image job enters i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -69,9 +70,6 @@ class ContainerSettings:
             pull_chunk_size=int(section.get("pull_chunk_size", 25)),
             on_login_node=bool(section.get("on_login_node", False)),
         )
-
-    def image(self, name: str) -> str:
-        return f"{self.image_dir}/{name}.sif"
 
 
 def instance_image_dir(study: Study) -> str:
@@ -168,13 +166,10 @@ def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,
     chunks = {c.name: c for c in pull_chunks(study)}
     if chunk_name not in chunks:
         raise ConfigError(f"pull chunk {chunk_name!r} is not part of this study's plan")
-    log_fh = open(log, "a", encoding="utf-8") if log else None  # noqa: SIM115 (closed below)
-    try:
+    with contextlib.ExitStack() as stack:
+        log_fh = stack.enter_context(open(log, "a", encoding="utf-8")) if log else None
         paths = pull_images(study, chunks[chunk_name].ids,
                             progress=(lambda line: print(line, file=log_fh, flush=True)) if log_fh else None)
-    finally:
-        if log_fh:
-            log_fh.close()
     images = {i: {"sif": str(p), "bytes": p.stat().st_size} for i, p in zip(chunks[chunk_name].ids, paths, strict=True)}
     record = {"chunk": chunk_name, "images": images}
     write_json(marker, record)
