@@ -128,21 +128,47 @@ def _as_list(value: Any) -> list[str] | None:
     return [value] if isinstance(value, str) else list(value)
 
 
-def parse_configuration_name(name: str, key: str) -> Deletion:
-    """Resolve one of the paper's configuration names, or fail naming what is wrong."""
+def policy_context(cfg: Mapping[str, Any], root: Path | None = None) -> Any:
+    """What policies read from the rest of a (validated) config: turn cap and price sheets."""
+    from forgetting.deletion.policy import PolicyContext
+
+    pricing = cfg.get("pricing") or {}
+    directory = Path(pricing.get("dir", "resources/pricing"))
+    if not directory.is_absolute():
+        directory = (root or PROJECT_ROOT) / directory
+    return PolicyContext(
+        turn_cap=int((cfg.get("agent") or {}).get("turn_cap", 200)),
+        pricing_dir=directory,
+        pricing_primary=str(pricing.get("primary", "paper")),
+    )
+
+
+def parse_configuration_name(name: str, key: str, context: Any = None) -> Deletion:
+    """Resolve one of the paper's configuration names, or a name of another policy's scheme
+    (``keep8-turn-tool_output-100``, ``batch4-delayed-turn-tool_output-100``, ``mask10``, …;
+    config/README.md), or fail naming what is wrong."""
     try:
         return paper_configuration(name)
     except KeyError:
         pass
     parts = name.split("-")
+    if parts[0] not in TIMINGS:
+        from forgetting.policies import name_entry, policy_from_name  # late: policies import the grid
+
+        if name_entry(name, key) is not None:
+            return policy_from_name(name, key, context)
     if len(parts) != 4:
         raise ConfigError(
             f"{key}: {name!r} is not a configuration name; expected "
-            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, or 'baseline'"
+            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, 'baseline', "
+            "or a name of another policy (config/README.md)"
         )
     timing, granularity, scope, amount_s = parts
     if timing not in TIMINGS:
-        raise ConfigError(f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)}")
+        raise ConfigError(
+            f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)} "
+            "(or keep{K} and the other policies' names in config/README.md)"
+        )
     if granularity not in GRANULARITIES:
         raise ConfigError(
             f"{key}: unknown granularity {granularity!r} in {name!r}; allowed values: {', '.join(GRANULARITIES)}"
@@ -167,8 +193,9 @@ def parse_configuration_name(name: str, key: str) -> Deletion:
     )
 
 
-def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
+def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
     section = cfg.get("configurations") or {}
+    context = policy_context(cfg, root)
     names = section.get("names", "all")
     if names == "all":
         chosen = list(PAPER_CONFIGURATIONS)
@@ -179,7 +206,7 @@ def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
         for i, name in enumerate(names):
             if name == BASELINE:
                 continue  # the baseline is always part of a study
-            chosen.append(parse_configuration_name(name, f"configurations.names[{i}]"))
+            chosen.append(parse_configuration_name(name, f"configurations.names[{i}]", context))
     filt = section.get("filter")
     if filt:
         amounts = filt.get("amount")
@@ -197,7 +224,7 @@ def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
     if section.get("policies"):
         from forgetting.policies import build_policies  # late: policies import the grid
 
-        chosen.extend(build_policies(section["policies"], key="configurations.policies"))
+        chosen.extend(build_policies(section["policies"], key="configurations.policies", context=context))
     seen: set[str] = set()
     for d in chosen:
         if d.name in seen:
@@ -244,7 +271,7 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     from forgetting.tasks import load_task_ids  # late: tasks import this module
 
     cfg = validate_schema(data, source)
-    configurations = _select_configurations(cfg)
+    configurations = _select_configurations(cfg, Path(root))
     only = _as_list(cfg.get("only"))
     if only:
         known = {d.name for d in configurations} | {BASELINE}

@@ -34,8 +34,10 @@ from forgetting.stats.labels import (
     TIMING_ORDER,
     agent_label,
     amount_label,
+    is_paper_like,
 )
 from forgetting.tables.build import StatsTables
+from forgetting.tables.format import is_missing
 
 FIGURES: tuple[str, ...] = ("cost_ratio", "tasks_solved", "refetch_by_amount", "cost_breakdown")
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "png")
@@ -90,11 +92,14 @@ PNG_METADATA = {"Software": None}
 PNG_DPI = 150
 
 
+def _panel(r: Mapping[str, Any]) -> str:
+    """The column a configuration is drawn in: its timing for the paper's policy, else ``other``
+    (policies beyond the paper, with their names as ticks)."""
+    return str(r["timing"]) if is_paper_like(r) else "other"
+
+
 def _timings(st: StatsTables, agent: str) -> list[str]:
-    present = {
-        r.get("timing") if r.get("timing") in TIMING_ORDER else "other"
-        for r in st.evaluations(lambda r: r["agent"] == agent)
-    }
+    present = {_panel(r) for r in st.evaluations(lambda r: r["agent"] == agent)}
     return [t for t in (*TIMING_ORDER, "other") if t in present]
 
 
@@ -111,14 +116,13 @@ def _panel_layout(st: StatsTables) -> tuple[list[str], list[str]]:
 
 def _rows(st: StatsTables, agent: str, timing: str) -> list[dict[str, Any]]:
     def keep(r: Mapping[str, Any]) -> bool:
-        t = r.get("timing") if r.get("timing") in TIMING_ORDER else "other"
-        return r["agent"] == agent and t == timing
+        return r["agent"] == agent and _panel(r) == timing
 
     return st.evaluations(keep)
 
 
 def _tick(r: Mapping[str, Any]) -> str:
-    if r.get("policy") not in (None, "random") or r.get("scope") is None:
+    if not is_paper_like(r) or r.get("scope") is None:
         return str(r["configuration"])
     return f"{r.get('granularity')} {amount_label(r.get('amount'))}"
 
@@ -267,7 +271,11 @@ def refetch_by_amount(st: StatsTables) -> Any:
     for i, agent in enumerate(agents):
         for j, timing in enumerate(timings):
             ax = axes[i][j]
-            rows = [r for r in _rows(st, agent, timing) if r.get("scope") in SCOPE_ORDER]
+            rows = [
+                r
+                for r in _rows(st, agent, timing)
+                if r.get("scope") in SCOPE_ORDER and not is_missing(r.get("amount"))
+            ]
             ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
             for scope in SCOPE_ORDER:
                 for gran in GRANULARITY_ORDER:
