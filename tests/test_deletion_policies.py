@@ -366,8 +366,16 @@ def test_gate_decisions_by_hand_on_a_small_history():
 def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_free():
     msgs = gate_history()
     (d,) = build_policies(
-        [{"policy": "gate", "horizon": 1, "scope": "tool_output", "granularity": "turn", "amount": 100,
-          "keep_last": 0}],
+        [
+            {
+                "policy": "gate",
+                "horizon": 1,
+                "scope": "tool_output",
+                "granularity": "turn",
+                "amount": 100,
+                "keep_last": 0,
+            }
+        ],
         "k",
         PolicyContext(turn_cap=60),
     )
@@ -425,3 +433,31 @@ def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
         r = reducer.reduce(request_history(msgs, k))
         assert seen <= set(r.records)
         seen = set(r.records)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same proxy and call log
+
+
+@pytest.mark.parametrize("style", ["tool_calls", "text"])
+def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
+    from fakes.fake_openai_upstream import FakeUpstream
+    from test_proxy import FAST, drive
+
+    from forgetting.calllog import read_call_log
+    from forgetting.proxy import start_proxy
+
+    for name in ("mask2", "batch2-delayed-turn-tool_output-100", "reuse2-immediate", "gate-immediate-turn-both-100"):
+        d, log_dir = parse_configuration_name(name, "test"), tmp_path / name
+        with (
+            FakeUpstream(style=style) as up,
+            start_proxy(up.url, d, 9, log_dir, f"mini/{name}/t/1", settings=FAST) as px,
+        ):
+            sent = drive(px.url, style, 6)
+        log = read_call_log(log_dir / "calls.jsonl")
+        assert log.header["deletion"] == d.as_dict()  # every parameter, e.g. the gate's prices
+        for history, received, call in zip(sent, up.chat_requests(), log.calls, strict=True):
+            expected = reduce_history(history, d, 9)
+            assert received.body["messages"] == expected.messages == log.messages(call)
+            assert call.deleted == expected.deleted
+        assert reduce_history(sent[-1], d, 9).records, name  # each deletes something in 6 calls

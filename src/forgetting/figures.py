@@ -98,6 +98,10 @@ def _panel(r: Mapping[str, Any]) -> str:
     return str(r["timing"]) if is_paper_like(r) else "other"
 
 
+def _panel_title(panel: str) -> str:
+    return "beyond the paper" if panel == "other" else panel
+
+
 def _timings(st: StatsTables, agent: str) -> list[str]:
     present = {_panel(r) for r in st.evaluations(lambda r: r["agent"] == agent)}
     return [t for t in (*TIMING_ORDER, "other") if t in present]
@@ -213,7 +217,7 @@ def cost_ratio(st: StatsTables) -> Any:
                     label=label,
                 )
             _finish_axes(ax, rows)
-            ax.set_title(f"{agent_label(agent)} · {timing}", pad=14)
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}", pad=14)
             if j == 0:
                 ax.set_ylabel("cost / baseline cost")
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -250,7 +254,7 @@ def tasks_solved(st: StatsTables) -> Any:
                 )
             _finish_axes(ax, rows)
             solved = f" (baseline {base['tasks_solved']:.1f} solved)" if base else ""
-            ax.set_title(f"{agent_label(agent)} · {timing}{solved}", pad=14)
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}{solved}", pad=14)
             if j == 0:
                 ax.set_ylabel("Δ tasks solved vs baseline")
     handles = [
@@ -303,7 +307,7 @@ def refetch_by_amount(st: StatsTables) -> Any:
             ax.set_xticks([25, 50, 75, 100])
             ax.set_xlabel("amount deleted (%)")
             ax.grid(axis="y", color="#dddddd", lw=0.6)
-            ax.set_title(f"{agent_label(agent)} · {timing}")
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}")
             if j == 0:
                 ax.set_ylabel("re-fetch rate / baseline")
     handles = [Line2D([], [], color=c, lw=1.5, label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()]
@@ -354,7 +358,7 @@ def cost_breakdown(st: StatsTables) -> Any:
             ax.grid(axis="y", color="#dddddd", lw=0.6)
             ax.set_axisbelow(True)
             _scope_bands(ax, rows, first=1 if base else 0)
-            ax.set_title(f"{agent_label(agent)} · {timing}", pad=14)
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}", pad=14)
             if j == 0:
                 ax.set_ylabel("cost / baseline total cost")
     handles = [Patch(color=COMPONENT_COLOURS[c], label=COMPONENT_LABELS[c]) for c in comps]
