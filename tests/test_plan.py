@@ -26,7 +26,7 @@ def test_runs_per_configuration_and_repeats(paper):
     assert len(baseline) == 2 * 100 * 5
     assert sorted({r.repeat for r in baseline}) == [1, 2, 3, 4, 5]
     deletion = [r for r in runs if r.configuration != "baseline"]
-    assert len(deletion) == 8400 + 1400 and {r.repeat for r in deletion} == {1}
+    assert len(deletion) == 8400 and {r.repeat for r in deletion} == {1}
     ids = [r.run_id for r in runs]
     assert len(set(ids)) == len(ids)
     assert parse_run_id(ids[0]) == (runs[0].agent, runs[0].configuration, runs[0].task, runs[0].repeat)
@@ -43,7 +43,7 @@ def test_seeds_are_derived_from_study_seed_and_run_id(paper):
 def test_batches_hold_one_agent_and_configuration_and_cover_every_run(paper):
     runs = plan_runs(paper)
     batches = plan_batches(paper, runs)
-    assert len(batches) == 108  # 98 evaluations of 100 runs + 2 agents × 500 baseline runs / 100
+    assert len(batches) == 94  # 84 evaluations of 100 runs + 2 agents × 500 baseline runs / 100
     seen = []
     for b in batches:
         assert {(r.agent, r.configuration) for r in b.runs} == {(b.agent, b.configuration)}

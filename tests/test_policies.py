@@ -268,7 +268,7 @@ def test_policy_names_in_configurations_names(tmp_path, repo_root):
 
 
 def test_the_shipped_configs_run_policies_beyond_the_paper(repo_root):
-    study = load_study(repo_root / "config" / "config.yaml")
+    study = load_study([repo_root / "config" / "config.yaml", repo_root / "config" / "policies.yaml"])
     beyond = [d for d in study.deletion_configurations if not d.is_paper]
     assert [d.name for d in beyond] == [
         "keep4-turn-tool_output-100",
