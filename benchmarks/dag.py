@@ -1,17 +1,20 @@
 """Time ``snakemake -n`` on the full study's DAG (config/config.yaml: 9,400 runs).
 
-Prints the wall time, peak memory and job count of the project's batched DAG, and the same
+Prints the wall time, peak memory and job count of the project's batched DAG, dry-run with
+the cluster profile (``--profile profiles/slurm``), and the number of Slurm submissions it
+would make after grouping (group ``post``: ``group-components`` in the profile); then the same
 for a naive DAG of the same study with one job per run per stage (run, evaluate, label,
 cost: 37,600 jobs + collect), generated in a temporary directory, with their ratio.
-Target (issue 2/10): ≤ 10 s on a 2-core machine for the batched DAG.
+Target (issues 2 and 10): ≤ 10 s on a 2-core machine for the batched DAG; ≤ 200 submissions.
 
-    python benchmarks/dag.py [--skip-naive]
+    python benchmarks/dag.py [--skip-naive] [--profile profiles/slurm]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +23,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import env_with_src, measure_isolated
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+from forgetting.submissions import submissions_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
@@ -65,12 +71,15 @@ def job_count(stdout: str) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--skip-naive", action="store_true", help="do not time the naive per-run DAG (~30 s)")
-    ap.add_argument("--profile", default=None, help="also pass --profile (e.g. profiles/slurm)")
+    ap.add_argument("--profile", default="profiles/slurm", help="the profile of the dry-run (default: %(default)s)")
     args = ap.parse_args()
     env = env_with_src(str(ROOT))
-    cmd = [SNAKEMAKE, "-n", "--cores", "2"]
-    if args.profile:
-        cmd += ["--profile", args.profile]
+    cmd = [SNAKEMAKE, "-n", "--profile", args.profile]
+    note = ""
+    if shutil.which("conda") is None:
+        # a conda deployment's dry-run asks `conda info`; without conda, deploy nothing (same DAG)
+        cmd += ["--software-deployment-method", "apptainer"]
+        note = " (no conda here: --software-deployment-method apptainer)"
     with tempfile.TemporaryDirectory() as shadow:
         # a throwaway results dir, so the benchmark sees the whole DAG whatever exists locally
         cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
@@ -81,8 +90,13 @@ def main() -> int:
     if ours.returncode != 0:
         print(ours.stderr[-2000:], file=sys.stderr)
         return 1
-    print(f"batched DAG (config/config.yaml): {ours.seconds:.2f} s, peak {ours.peak_mb:.0f} MB, "
-          f"{job_count(ours.stdout)} jobs  (target <= 10 s)")
+    print(f"batched DAG (config/config.yaml, --profile {args.profile}{note}): {ours.seconds:.2f} s, "
+          f"peak {ours.peak_mb:.0f} MB, {job_count(ours.stdout)} jobs  (target <= 10 s)")
+    subs = submissions_of(ours.stdout, ROOT)
+    print(f"Slurm submissions after grouping: {subs.total}  (target <= 200; "
+          f"{subs.ungrouped_total} without grouping)")
+    for line in subs.lines():
+        print(f"    {line}")
     if args.skip_naive:
         return 0
     with tempfile.TemporaryDirectory() as tmp:

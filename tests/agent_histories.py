@@ -14,6 +14,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from forgetting.messages import segment, split_text_actions
+
 SYSTEM = {"role": "system", "content": "You are a helpful assistant that can interact with a computer."}
 TASK = {
     "role": "user",
@@ -64,22 +66,40 @@ def build(style: str, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return msgs
 
 
+#: commands over a small pool of files, so that later turns re-read and edit earlier ones
+COMMAND_POOL = [
+    "cat a.py",
+    "nl -ba src/a.py | sed -n '1,20p'",
+    "sed -i 's/x/y/' /testbed/src/a.py",
+    "cat b.py",
+    "grep -n count b.py",
+    "python -m pytest tests/test_c.py -q",
+    "ls -la",
+    "cat c.txt && cat a.py",
+]
+
+
 @st.composite
-def turn_specs(draw: Any, style: str) -> dict[str, Any]:
+def turn_specs(draw: Any, style: str, pooled: bool = False) -> dict[str, Any]:
     n_out = draw(st.integers(1, 2)) if style == "tool_calls" else 1
     spec: dict[str, Any] = {
         "reasoning": draw(texts),
         "outputs": [observation(draw(st.integers(0, 2)), draw(texts)) for _ in range(n_out)],
     }
+    if pooled:
+        spec["commands"] = [draw(st.sampled_from(COMMAND_POOL)) for _ in range(n_out)]
     if draw(st.booleans()) and draw(st.booleans()):
         spec["reasoning_content"] = draw(texts)
     return spec
 
 
 @st.composite
-def histories(draw: Any, min_turns: int = 0, max_turns: int = 9) -> tuple[str, list[dict[str, Any]]]:
+def histories(
+    draw: Any, min_turns: int = 0, max_turns: int = 9, pooled: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
+    """A history in either style; ``pooled``: its commands name files of :data:`COMMAND_POOL`."""
     style = draw(st.sampled_from(["tool_calls", "text"]))
-    specs = draw(st.lists(turn_specs(style), min_size=min_turns, max_size=max_turns))
+    specs = draw(st.lists(turn_specs(style, pooled), min_size=min_turns, max_size=max_turns))
     return style, build(style, specs)
 
 
@@ -129,3 +149,22 @@ def realistic(style: str, n_turns: int, *, seed: int = 0, output_lines: int = 40
             }
         )
     return build(style, specs)
+
+
+def action_spans(message: dict[str, Any]) -> list[str]:
+    """The fenced action blocks of a text-style message, verbatim."""
+    content = message.get("content")
+    return (
+        [s for kind, s in split_text_actions(content) if kind == "action"] if isinstance(content, str) else []
+    )
+
+
+def request_history(msgs: list[dict], k: int) -> list[dict]:
+    """The history an agent sends at call k + 1: its first k turns, complete."""
+    turns = segment(msgs).turns
+    return msgs[: turns[k].assistant] if k < len(turns) else list(msgs)
+
+
+def messages_of_turn(msgs: list[dict], turn: int) -> list[int]:
+    t = segment(msgs).turns[turn - 1]
+    return [t.assistant, *t.observations]

@@ -58,3 +58,28 @@ def test_memoized_keys_are_the_content_addresses_and_prompts_read_back_exactly(t
     assert len(set(keys)) == len(keys)  # the list content and its look-alike text are two segments
     n_segments = sum(1 for line in path.read_text().splitlines() if json.loads(line)["type"] == "segment")
     assert n_segments == len(set(read.calls[0].segments) | set(keys))  # each stored once
+
+
+def test_two_tool_results_with_the_same_text_read_back_with_their_own_ids(tmp_path):
+    # deletion makes this common: two old outputs both replaced by "[tool output deleted]"
+    def turn(k: int) -> list[dict]:
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+        return [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{k}", "content": "[tool output deleted]"},
+        ]
+
+    h = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}, *turn(1), *turn(2)]
+    path = tmp_path / "calls.jsonl"
+    with CallLogWriter(path, {"run_id": "r"}) as log:
+        for _ in range(2):
+            log.append_call(
+                messages=h, tools=TOOLS, params={}, deleted=[], response={"content": "x"}, usage=None,
+                t_request=0.0, t_response=1.0,
+            )
+    read = read_call_log(path)
+    for c in read.calls:
+        assert read.messages(c) == h
+        assert read.prompt_ids(c) == chat_format.prompt_token_ids(h, TOOLS)
+    a, b = (chat_format.prompt_segments(h, TOOLS)[i] for i in (3, 5))
+    assert a.key != b.key and a.ids == b.ids  # two messages, the same tokens

@@ -7,7 +7,17 @@ import copy
 import hashlib
 
 import pytest
-from agent_histories import SYSTEM, TASK, build, histories, observation, realistic
+from agent_histories import (
+    SYSTEM,
+    TASK,
+    action_spans,
+    build,
+    histories,
+    messages_of_turn,
+    observation,
+    realistic,
+    request_history,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +26,7 @@ from forgetting.deletion.parts import decompose
 from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.grid import PAPER_CONFIGURATIONS, SCOPE_PARTS, Deletion, paper_configuration
-from forgetting.messages import actions, segment, split_text_actions
+from forgetting.messages import actions, segment
 
 SYSTEM_TASK = (SYSTEM, TASK)
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -24,27 +34,9 @@ configs = st.sampled_from(PAPER_CONFIGURATIONS)
 seeds = st.integers(0, 2**63 - 1)
 
 
-def action_spans(message: dict) -> list[str]:
-    content = message.get("content")
-    return (
-        [s for kind, s in split_text_actions(content) if kind == "action"] if isinstance(content, str) else []
-    )
-
-
 def is_subsequence(small: str, big: str) -> bool:
     it = iter(big)
     return all(ch in it for ch in small)
-
-
-def request_history(msgs: list[dict], k: int) -> list[dict]:
-    """The history an agent sends at call k + 1: its first k turns, complete."""
-    turns = segment(msgs).turns
-    return msgs[: turns[k].assistant] if k < len(turns) else list(msgs)
-
-
-def messages_of_turn(msgs: list[dict], turn: int) -> list[int]:
-    t = segment(msgs).turns[turn - 1]
-    return [t.assistant, *t.observations]
 
 
 # ---------------------------------------------------------------------------------------------

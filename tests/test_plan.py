@@ -14,8 +14,10 @@ def paper(request):
 
 
 def test_paper_plan_numbers(paper):
+    # the paper's 9,400 runs plus 7 policies beyond the paper × 2 agents × 100 tasks
     s = summarize(paper)
     assert (s.runs, s.configurations, s.evaluations, s.agents, s.tasks) == (9400, 42, 84, 2, 100)
+    assert sum(d.is_paper for d in paper.configurations) == 42
 
 
 def test_runs_per_configuration_and_repeats(paper):
@@ -74,3 +76,14 @@ def test_only_narrows_to_one_configuration(run_cli):
     proc = run_cli("plan", "config/config.yaml", "--set", "only=delayed-turn-tool_output-50")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("200 runs · 1 configurations · 2 evaluations")
+
+
+def test_the_policies_overlay_adds_1400_runs_and_keeps_the_paper_runs(run_cli, repo_root):
+    paper = {r.run_id: r.seed for r in plan_runs(load_study(repo_root / "config/config.yaml"))}
+    both = load_study([repo_root / "config/config.yaml", repo_root / "config/policies.yaml"])
+    runs = {r.run_id: r.seed for r in plan_runs(both)}
+    assert len(runs) == 10800 and len(both.deletion_configurations) == 49
+    assert {k: runs[k] for k in paper} == paper  # the same runs, the same seeds: nothing is redone
+    proc = run_cli("plan", "config/config.yaml", "config/policies.yaml")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("10800 runs · 49 configurations · 98 evaluations · 2 agents · 100 tasks")

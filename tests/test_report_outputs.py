@@ -49,7 +49,7 @@ def _outputs(study) -> dict[str, bytes]:
 
 def test_every_table_and_figure_is_written(built):
     study, stdout = built
-    assert "tables: 24 files" in stdout and "figures: 8 files" in stdout
+    assert "tables: 28 files" in stdout and "figures: 8 files" in stdout  # 7 tables × 4 formats
     layout = Layout(study.results_dir)
     table1 = (layout.tables / "table1.md").read_text()
     # 2 agents × (baseline + 5 configurations)

@@ -40,6 +40,7 @@ FILENAME = "calls.jsonl"
 
 
 _ABSENT = object()  # a field missing from a message (distinct from None)
+_KEYED = ("role", "content", "reasoning_content", "tool_calls")  # the memo's fast fields
 
 
 def _memo_json(value: Any) -> bytes | str:
@@ -164,12 +165,20 @@ class CallLogWriter:
         every call, and hashing their text (done once per string object) is far cheaper than
         serializing it again."""
         fields = []
-        for name in ("role", "content", "reasoning_content", "tool_calls"):
+        for name in _KEYED:
             value = message.get(name, _ABSENT)
             if not (value is None or value is _ABSENT or isinstance(value, str)):
                 value = ("json", _memo_json(value))  # tagged: never equal to a text
             fields.append(value)
-        memo = (*fields, ctx)
+        # every other key counts too (tool_call_id, name, …): the key addresses the exact message
+        rest = tuple(
+            sorted(
+                (k, v if isinstance(v, str) else ("json", _memo_json(v)))
+                for k, v in message.items()
+                if k not in _KEYED
+            )
+        )
+        memo = (*fields, rest, ctx)
         key = self._keys.get(memo)
         if key is None:
             key = self._keys[memo] = chat_format.segment_key(message, ctx)

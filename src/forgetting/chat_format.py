@@ -195,9 +195,11 @@ def contexts(messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | N
 
 
 def segment_key(message: Message, ctx: SegmentContext) -> str:
-    """A content address for a message's segment: equal keys give equal token ids."""
+    """A content address for a message's segment: equal keys give equal token ids, and the same
+    message back (every key counts, also those the template does not render, such as
+    ``tool_call_id``: two tool results with the same text stay two messages in a call log)."""
     payload = {
-        "m": {k: v for k, v in message.items() if k in ("role", "content", "tool_calls", "reasoning_content")},
+        "m": dict(message),
         "t": ctx.tools_id,
         "o": ctx.opens_tool_block,
         "c": ctx.closes_tool_block,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,21 +128,47 @@ def _as_list(value: Any) -> list[str] | None:
     return [value] if isinstance(value, str) else list(value)
 
 
-def parse_configuration_name(name: str, key: str) -> Deletion:
-    """Resolve one of the paper's configuration names, or fail naming what is wrong."""
+def policy_context(cfg: Mapping[str, Any], root: Path | None = None) -> Any:
+    """What policies read from the rest of a (validated) config: turn cap and price sheets."""
+    from forgetting.deletion.policy import PolicyContext
+
+    pricing = cfg.get("pricing") or {}
+    directory = Path(pricing.get("dir", "resources/pricing"))
+    if not directory.is_absolute():
+        directory = (root or PROJECT_ROOT) / directory
+    return PolicyContext(
+        turn_cap=int((cfg.get("agent") or {}).get("turn_cap", 200)),
+        pricing_dir=directory,
+        pricing_primary=str(pricing.get("primary", "paper")),
+    )
+
+
+def parse_configuration_name(name: str, key: str, context: Any = None) -> Deletion:
+    """Resolve one of the paper's configuration names, or a name of another policy's scheme
+    (``keep8-turn-tool_output-100``, ``batch4-delayed-turn-tool_output-100``, ``mask10``, …;
+    config/README.md), or fail naming what is wrong."""
     try:
         return paper_configuration(name)
     except KeyError:
         pass
     parts = name.split("-")
+    if parts[0] not in TIMINGS:
+        from forgetting.policies import name_entry, policy_from_name  # late: policies import the grid
+
+        if name_entry(name, key) is not None:
+            return policy_from_name(name, key, context)
     if len(parts) != 4:
         raise ConfigError(
             f"{key}: {name!r} is not a configuration name; expected "
-            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, or 'baseline'"
+            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, 'baseline', "
+            "or a name of another policy (config/README.md)"
         )
     timing, granularity, scope, amount_s = parts
     if timing not in TIMINGS:
-        raise ConfigError(f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)}")
+        raise ConfigError(
+            f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)} "
+            "(or keep{K} and the other policies' names in config/README.md)"
+        )
     if granularity not in GRANULARITIES:
         raise ConfigError(
             f"{key}: unknown granularity {granularity!r} in {name!r}; allowed values: {', '.join(GRANULARITIES)}"
@@ -167,8 +193,9 @@ def parse_configuration_name(name: str, key: str) -> Deletion:
     )
 
 
-def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
+def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
     section = cfg.get("configurations") or {}
+    context = policy_context(cfg, root)
     names = section.get("names", "all")
     if names == "all":
         chosen = list(PAPER_CONFIGURATIONS)
@@ -179,7 +206,7 @@ def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
         for i, name in enumerate(names):
             if name == BASELINE:
                 continue  # the baseline is always part of a study
-            chosen.append(parse_configuration_name(name, f"configurations.names[{i}]"))
+            chosen.append(parse_configuration_name(name, f"configurations.names[{i}]", context))
     filt = section.get("filter")
     if filt:
         amounts = filt.get("amount")
@@ -197,7 +224,7 @@ def _select_configurations(cfg: Mapping[str, Any]) -> list[Deletion]:
     if section.get("policies"):
         from forgetting.policies import build_policies  # late: policies import the grid
 
-        chosen.extend(build_policies(section["policies"], key="configurations.policies"))
+        chosen.extend(build_policies(section["policies"], key="configurations.policies", context=context))
     seen: set[str] = set()
     for d in chosen:
         if d.name in seen:
@@ -230,13 +257,33 @@ def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def load_study(path: str | os.PathLike[str], overrides: Mapping[str, Any] | None = None) -> Study:
-    """Read, validate and resolve a config file (``overrides`` as from ``--config``)."""
-    p = Path(path)
-    data = read_yaml(p)
+def merge_configs(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` on ``base``, mappings merged key by key (as Snakemake merges several
+    ``--configfile``), every other value replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_configs(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_study(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    overrides: Mapping[str, Any] | None = None,
+) -> Study:
+    """Read, validate and resolve a config file — or several, each an overlay on the ones
+    before it (``config/config.yaml config/policies.yaml``) — and ``overrides`` as from
+    ``--config`` (top-level keys replaced)."""
+    paths = [Path(path)] if isinstance(path, str | os.PathLike) else [Path(p) for p in path]
+    data: dict[str, Any] = {}
+    for p in paths:
+        data = merge_configs(data, read_yaml(p))
     if overrides:
         data = {**data, **overrides}
-    return study_from_mapping(data, source=str(path), root=find_root(p))
+    source = " + ".join(str(p) for p in paths)
+    return study_from_mapping(data, source=source, root=find_root(paths[0]))
 
 
 def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> Study:
@@ -244,7 +291,7 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     from forgetting.tasks import load_task_ids  # late: tasks import this module
 
     cfg = validate_schema(data, source)
-    configurations = _select_configurations(cfg)
+    configurations = _select_configurations(cfg, Path(root))
     only = _as_list(cfg.get("only"))
     if only:
         known = {d.name for d in configurations} | {BASELINE}

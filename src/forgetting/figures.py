@@ -34,8 +34,10 @@ from forgetting.stats.labels import (
     TIMING_ORDER,
     agent_label,
     amount_label,
+    is_paper_like,
 )
 from forgetting.tables.build import StatsTables
+from forgetting.tables.format import is_missing
 
 FIGURES: tuple[str, ...] = ("cost_ratio", "tasks_solved", "refetch_by_amount", "cost_breakdown")
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "png")
@@ -90,11 +92,18 @@ PNG_METADATA = {"Software": None}
 PNG_DPI = 150
 
 
+def _panel(r: Mapping[str, Any]) -> str:
+    """The column a configuration is drawn in: its timing for the paper's policy, else ``other``
+    (policies beyond the paper, with their names as ticks)."""
+    return str(r["timing"]) if is_paper_like(r) else "other"
+
+
+def _panel_title(panel: str) -> str:
+    return "beyond the paper" if panel == "other" else panel
+
+
 def _timings(st: StatsTables, agent: str) -> list[str]:
-    present = {
-        r.get("timing") if r.get("timing") in TIMING_ORDER else "other"
-        for r in st.evaluations(lambda r: r["agent"] == agent)
-    }
+    present = {_panel(r) for r in st.evaluations(lambda r: r["agent"] == agent)}
     return [t for t in (*TIMING_ORDER, "other") if t in present]
 
 
@@ -111,14 +120,13 @@ def _panel_layout(st: StatsTables) -> tuple[list[str], list[str]]:
 
 def _rows(st: StatsTables, agent: str, timing: str) -> list[dict[str, Any]]:
     def keep(r: Mapping[str, Any]) -> bool:
-        t = r.get("timing") if r.get("timing") in TIMING_ORDER else "other"
-        return r["agent"] == agent and t == timing
+        return r["agent"] == agent and _panel(r) == timing
 
     return st.evaluations(keep)
 
 
 def _tick(r: Mapping[str, Any]) -> str:
-    if r.get("policy") not in (None, "random") or r.get("scope") is None:
+    if not is_paper_like(r) or r.get("scope") is None:
         return str(r["configuration"])
     return f"{r.get('granularity')} {amount_label(r.get('amount'))}"
 
@@ -209,7 +217,7 @@ def cost_ratio(st: StatsTables) -> Any:
                     label=label,
                 )
             _finish_axes(ax, rows)
-            ax.set_title(f"{agent_label(agent)} · {timing}", pad=14)
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}", pad=14)
             if j == 0:
                 ax.set_ylabel("cost / baseline cost")
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -246,7 +254,7 @@ def tasks_solved(st: StatsTables) -> Any:
                 )
             _finish_axes(ax, rows)
             solved = f" (baseline {base['tasks_solved']:.1f} solved)" if base else ""
-            ax.set_title(f"{agent_label(agent)} · {timing}{solved}", pad=14)
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}{solved}", pad=14)
             if j == 0:
                 ax.set_ylabel("Δ tasks solved vs baseline")
     handles = [
@@ -267,7 +275,11 @@ def refetch_by_amount(st: StatsTables) -> Any:
     for i, agent in enumerate(agents):
         for j, timing in enumerate(timings):
             ax = axes[i][j]
-            rows = [r for r in _rows(st, agent, timing) if r.get("scope") in SCOPE_ORDER]
+            rows = [
+                r
+                for r in _rows(st, agent, timing)
+                if r.get("scope") in SCOPE_ORDER and not is_missing(r.get("amount"))
+            ]
             ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
             for scope in SCOPE_ORDER:
                 for gran in GRANULARITY_ORDER:
@@ -295,7 +307,7 @@ def refetch_by_amount(st: StatsTables) -> Any:
             ax.set_xticks([25, 50, 75, 100])
             ax.set_xlabel("amount deleted (%)")
             ax.grid(axis="y", color="#dddddd", lw=0.6)
-            ax.set_title(f"{agent_label(agent)} · {timing}")
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}")
             if j == 0:
                 ax.set_ylabel("re-fetch rate / baseline")
     handles = [Line2D([], [], color=c, lw=1.5, label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()]
@@ -346,7 +358,7 @@ def cost_breakdown(st: StatsTables) -> Any:
             ax.grid(axis="y", color="#dddddd", lw=0.6)
             ax.set_axisbelow(True)
             _scope_bands(ax, rows, first=1 if base else 0)
-            ax.set_title(f"{agent_label(agent)} · {timing}", pad=14)
+            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}", pad=14)
             if j == 0:
                 ax.set_ylabel("cost / baseline total cost")
     handles = [Patch(color=COMPONENT_COLOURS[c], label=COMPONENT_LABELS[c]) for c in comps]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.config import Study, study_from_mapping
+from forgetting.containers import check_paths
 from forgetting.errors import UserError
 from forgetting.layout import Layout
 from forgetting.plan import Batch, plan_batches, plan_runs
@@ -71,6 +72,7 @@ def load(config: Mapping[str, Any], root: str | Path = ".", source: str = "confi
     normalize_flags(config)
     try:
         study = study_from_mapping(config, source=source, root=Path(root).resolve())
+        check_paths(study)  # image paths name their unset $VARIABLES here
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

@@ -1,4 +1,13 @@
-# Target lists shared by the stage rule files.
+# Target lists and input functions shared by the stage rule files.
+
+from forgetting.containers import (
+    IMAGE_NAMES,
+    ContainerSettings,
+    images_for_evaluation,
+    images_for_runs,
+    instance_image_dir,
+    study_images,
+)
 
 BATCH_DIR = f"{RESULTS}/batches/{{agent}}/{{configuration}}/{{batch}}"
 
@@ -16,6 +25,17 @@ def analyze_input(wildcards):
     if PLAN.regenerate:
         return []
     return f"{BATCH_DIR}/eval.json".format(**wildcards)
+
+
+def run_images(wildcards):
+    """The SIFs a batch job reads (server, agent, SWE-bench instances); none for the demo.
+    Ancient: a rebuilt or re-pulled image never reruns finished batches."""
+    return [ancient(p) for p in images_for_runs(PLAN.study, wildcards.agent)]
+
+
+def evaluation_images(wildcards):
+    """The SWE-bench instance SIFs an evaluation job reads (apptainer backend only)."""
+    return [ancient(p) for p in images_for_evaluation(PLAN.study)]
 
 
 def run_batch_resources():

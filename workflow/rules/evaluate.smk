@@ -4,6 +4,7 @@
 rule evaluate_batch:
     input:
         manifest=f"{BATCH_DIR}/runs.json",
+        images=evaluation_images,
     output:
         manifest=f"{BATCH_DIR}/eval.json",
     log:

@@ -6,6 +6,8 @@
 
 
 rule run_batch:
+    input:
+        images=run_images,
     output:
         manifest=f"{BATCH_DIR}/runs.json",
     log:

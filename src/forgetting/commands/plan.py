@@ -1,4 +1,4 @@
-"""``forgetting plan CONFIG [--out runs.parquet]``: the study's run table and its summary."""
+"""``forgetting plan CONFIG [OVERLAY ...] [--out runs.parquet]``: the study's run table and its summary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("plan", help="expand a study config into its run table", description=__doc__)
-    p.add_argument("config", help="study config (e.g. config/config.yaml)")
+    p.add_argument("config", nargs="+",
+                   help="study config (e.g. config/config.yaml), then optional overlays (config/policies.yaml)")
     p.add_argument("--out", help="write the run table as Parquet to this path")
     p.add_argument("--batches", action="store_true", help="list the batch keys (forgetting run-batch --batch KEY)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -29,15 +29,17 @@ def add_parser(sub: Any) -> None:
 
 
 def resolve_deletion(name: str, study: Any | None) -> Any:
-    """A configuration by name: from the study when given (its policies included), else the paper's grid."""
-    from forgetting.config import parse_configuration_name
+    """A configuration by name: from the study when given (its policies included), else the paper's
+    grid or a name of another policy's scheme (config/README.md; the study's turn cap and prices)."""
+    from forgetting.config import parse_configuration_name, policy_context
 
     if study is not None:
         try:
             return study.configuration(name)
         except KeyError:
             pass
-    return parse_configuration_name(name, "--deletion")
+    context = policy_context(study.raw, study.root) if study is not None else None
+    return parse_configuration_name(name, "--deletion", context)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,7 +1,9 @@
 """``forgetting report CONFIG``: statistics, tables and figures from the collected datasets.
 
 Reads only ``results/…/datasets/{runs,tool_calls,run_costs}.parquet`` (no run directory, no
-agent, model or evaluation), then writes ``stats/``, ``tables/`` and ``figures/``. The HTML
+agent, model or evaluation), then writes ``stats/``, ``tables/`` and ``figures/``.
+``--print TABLE`` prints a table as Markdown from the statistics already on disk (the demo
+ends with ``--print policies_comparison``). The HTML
 report of the same files: ``snakemake analysis --allowed-rules stats tables figures analysis
 --report results/report.html``.
 """
@@ -29,6 +31,15 @@ def add_parser(sub: Any) -> None:
         help="run only this step (repeatable); later steps read the earlier steps' files",
     )
     p.add_argument(
+        "--print",
+        dest="print_tables",
+        action="append",
+        default=[],
+        metavar="TABLE",
+        help="print this table (Markdown) from the statistics on disk, e.g. policies_comparison "
+        "(repeatable); with --print, no step runs unless --only names it",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -43,14 +54,18 @@ def run(args: argparse.Namespace) -> int:
 
     from forgetting.commands.plan import parse_overrides
     from forgetting.config import load_study
+    from forgetting.errors import UserError
     from forgetting.figures import write_figures
     from forgetting.layout import Layout
     from forgetting.stats.run import write_stats
-    from forgetting.tables import write_tables
+    from forgetting.tables import TABLES, render_table, write_tables
 
+    for name in args.print_tables:
+        if name not in TABLES:
+            raise UserError(f"--print: {name!r} is not a table; choose from: {', '.join(TABLES)}")
     study = load_study(args.config, parse_overrides(args.set))
     logs = Layout(study.results_dir).results / "logs"
-    steps = args.only or list(STEPS)
+    steps = args.only or ([] if args.print_tables else list(STEPS))
     for step in STEPS:
         if step not in steps:
             continue
@@ -63,4 +78,6 @@ def run(args: argparse.Namespace) -> int:
             paths = write_figures(study, log=logs / "figures.log")
         where = sorted({str(p.parent) for p in paths})
         print(f"{step}: {len(paths)} files in {', '.join(where)} ({time.perf_counter() - started:.1f} s)")
+    for name in args.print_tables:
+        print(render_table(study, name))
     return 0

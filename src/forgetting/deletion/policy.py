@@ -18,8 +18,10 @@ meaningful (SPEC §2):
   turn and a part (``reasoning`` / ``tool_output``).
 
 Adding a policy is one module: subclass :class:`Policy`, set ``name``, implement
-``decide`` and ``configure`` (config entry → :class:`~forgetting.grid.Deletion`), decorate
-with :func:`register`, and list the module in :data:`POLICY_MODULES`.
+``decide`` and ``configure`` (config entry → :class:`~forgetting.grid.Deletion`), and for
+its names ``canonical_name`` (configuration → name) and ``name_entry`` (name → config entry;
+the scheme is in :mod:`forgetting.deletion.names`), decorate with :func:`register`, and list
+the module in :data:`POLICY_MODULES`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from forgetting.deletion.parts import PARTS, Editable, decompose
@@ -37,7 +40,23 @@ from forgetting.messages import Segmented, Turn, detect_style, segment
 
 MODES: tuple[str, ...] = ("turn", "token")
 #: modules that define policies (imported on first use of the registry)
-POLICY_MODULES: tuple[str, ...] = ("forgetting.deletion.random_policy",)
+POLICY_MODULES: tuple[str, ...] = (
+    "forgetting.deletion.random_policy",
+    "forgetting.deletion.batch_policy",
+    "forgetting.deletion.gate_policy",
+    "forgetting.deletion.reuse_policy",
+    "forgetting.deletion.mask_policy",
+)
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    """What a policy's ``configure`` may read from the rest of the study config: the turn cap
+    (``agent.turn_cap``) and the price sheets (``pricing.dir``, ``pricing.primary``)."""
+
+    turn_cap: int = 200
+    pricing_dir: Path | None = None  # None: the checkout's resources/pricing
+    pricing_primary: str = "paper"
 
 
 class PolicyError(RuntimeError):
@@ -126,13 +145,17 @@ class HistoryView:
                 out += ed.cores
         return out
 
-    def part_tokens(self, turn: int, part: str) -> int:
-        """Tokens of a part's deletable text (the engine's tokenizer, cached per text)."""
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (the engine's tokenizer, cached per text; tests may pass another)."""
         if self._counter is None:
             from forgetting import tokenizer
 
-            return sum(tokenizer.count(t) for t in self.part_texts(turn, part))
-        return sum(self._counter(t) for t in self.part_texts(turn, part))
+            return tokenizer.count(text)
+        return self._counter(text)
+
+    def part_tokens(self, turn: int, part: str) -> int:
+        """Tokens of a part's deletable text."""
+        return sum(self.count(t) for t in self.part_texts(turn, part))
 
     def before_last_turn(self) -> HistoryView | None:
         """The history of the previous call: everything before the last assistant message."""
@@ -150,6 +173,8 @@ class Policy:
     name: ClassVar[str] = ""
     #: whether a ``configurations.policies`` entry may select it (the baseline's may not)
     configurable: ClassVar[bool] = True
+    #: its naming scheme, as documented (``batch{k}-{retention}-{granularity}-{scope}-{amount}``)
+    name_scheme: ClassVar[str] = ""
 
     def __init__(self, deletion: Deletion, settings: DeletionSettings) -> None:
         self.deletion = deletion
@@ -160,9 +185,27 @@ class Policy:
         raise PolicyError(f"policy {self.name!r} does not implement decide()")
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str) -> Deletion:
-        """A :class:`Deletion` from one ``configurations.policies`` entry (ConfigError if bad)."""
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+        """A :class:`Deletion` from one ``configurations.policies`` entry (ConfigError if bad).
+        Its ``name`` is the entry's, or :meth:`canonical_name` when the entry gives none."""
         raise ConfigError(f"{key}: policy {cls.name!r} cannot be configured")
+
+    @classmethod
+    def canonical_name(cls, deletion: Deletion) -> str:
+        """The configuration's stable readable name (the policy's naming scheme)."""
+        return deletion.name
+
+    @classmethod
+    def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
+        """The config entry a name of this policy's scheme stands for; None when ``name`` is
+        not of its scheme; ConfigError (one line) when it starts like one but is malformed."""
+        return None
+
+    @classmethod
+    def label(cls, entry: Mapping[str, Any]) -> str:
+        """A short label for tables and figures from the entry a name stands for
+        (:meth:`name_entry`), e.g. ``batched ×4 · delayed``."""
+        return str(entry.get("name", cls.name))
 
 
 _REGISTRY: dict[str, type[Policy]] = {}

@@ -11,21 +11,32 @@
 
 Besides the paper's 42 (:mod:`forgetting.grid`), a config may define others under
 ``configurations.policies`` with ``policy: random`` and any ``scope``, ``granularity``,
-``amount`` in (0, 100] and ``keep_last`` ≥ 0.
+``amount`` in (0, 100] and ``keep_last`` ≥ 0 (or ``timing``), named
+``{retention}-{granularity}-{scope}-{amount}``: ``keep8-turn-tool_output-100`` keeps the last 8
+turns intact (:mod:`forgetting.deletion.names`). The helpers here (checked dimensions, per-turn
+decisions, names) serve the policies built on this one (``batch``, ``gate``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from forgetting.deletion import draws
-from forgetting.deletion.policy import HistoryView, Policy, Rewrite, register
+from forgetting.deletion.names import (
+    parse_retention,
+    parse_selection,
+    retention_word,
+    selection_words,
+    timing_of,
+)
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
 from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion
 
-_KEYS = ("name", "policy", "scope", "granularity", "amount", "keep_last", "timing")
+RANDOM_KEYS = ("name", "policy", "scope", "granularity", "amount", "keep_last", "timing")
 
 
 def turn_selected(seed: int, turn: int, amount: float) -> bool:
@@ -33,69 +44,132 @@ def turn_selected(seed: int, turn: int, amount: float) -> bool:
     return draws.unit(seed, "turn", turn) < float(amount) / 100.0
 
 
+def turn_rewrites(deletion: Deletion, seed: int, turn: int) -> tuple[Rewrite, ...]:
+    """The paper's decision for one eligible turn: its scoped parts, or nothing."""
+    amount = float(deletion.amount or 0.0)
+    if deletion.granularity == "turn":
+        if not turn_selected(seed, turn, amount):
+            return ()
+        return tuple(Rewrite(turn, part, "turn") for part in deletion.parts)
+    return tuple(Rewrite(turn, part, "token", amount) for part in deletion.parts)
+
+
+def check_keys(entry: Mapping[str, Any], allowed: Iterable[str], key: str, policy: str) -> None:
+    allowed = tuple(allowed)
+    unknown = sorted(set(entry) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"{key}.{unknown[0]}: unknown key for policy {policy!r}; allowed keys: {', '.join(allowed)}"
+        )
+
+
+def integer(entry: Mapping[str, Any], field: str, key: str, minimum: int) -> int:
+    value = entry.get(field)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{key}.{field}: {value!r} must be an integer >= {minimum}")
+    return value
+
+
+def keep_last_of(entry: Mapping[str, Any], key: str) -> int:
+    """``keep_last`` of an entry, given directly or as ``timing`` (``delayed`` 2, ``immediate`` 0)."""
+    timing = entry.get("timing")
+    if timing is not None and timing not in TIMINGS:
+        raise ConfigError(f"{key}.timing: {timing!r} is not allowed; allowed values: {', '.join(TIMINGS)}")
+    if "keep_last" in entry:
+        keep_last = integer(entry, "keep_last", key, 0)
+        if timing is not None and TIMINGS[timing] != keep_last:
+            raise ConfigError(
+                f"{key}.timing: {timing!r} means keep_last {TIMINGS[timing]}, but keep_last is {keep_last}; "
+                "give one of the two"
+            )
+        return keep_last
+    if timing is None:
+        raise ConfigError(f"{key}: give keep_last (an integer >= 0) or timing ({', '.join(TIMINGS)})")
+    return TIMINGS[timing]
+
+
+def random_fields(entry: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The paper's dimensions of an entry, checked: scope, granularity, amount, keep_last, timing."""
+    scope, granularity = entry.get("scope"), entry.get("granularity")
+    if scope not in SCOPES:
+        raise ConfigError(f"{key}.scope: {scope!r} is not allowed; allowed values: {', '.join(SCOPES)}")
+    if granularity not in GRANULARITIES:
+        raise ConfigError(
+            f"{key}.granularity: {granularity!r} is not allowed; allowed values: {', '.join(GRANULARITIES)}"
+        )
+    amount = entry.get("amount")
+    if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 100:
+        raise ConfigError(f"{key}.amount: {amount!r} must be a number in (0, 100]")
+    keep_last = keep_last_of(entry, key)
+    return {
+        "scope": scope,
+        "granularity": granularity,
+        "amount": float(amount),
+        "keep_last": keep_last,
+        "timing": timing_of(keep_last),
+    }
+
+
+def random_words(deletion: Deletion) -> str:
+    """``{retention}-{granularity}-{scope}-{amount}``."""
+    return f"{retention_word(deletion.keep_last)}-" + selection_words(
+        deletion.granularity, deletion.scope, deletion.amount
+    )
+
+
+def random_entry(words: list[str], name: str, key: str) -> dict[str, Any] | None:
+    """The entry of ``{retention}-{granularity}-{scope}-{amount}``; None when ``words[0]`` is
+    not a retention word."""
+    keep_last = parse_retention(words[0], name, key) if words else None
+    if keep_last is None:
+        return None
+    return {"keep_last": keep_last, **parse_selection(words[1:], name, key)}
+
+
+def retention_label(keep_last: int) -> str:
+    timing = timing_of(keep_last)
+    return timing if timing is not None else f"keep {keep_last}"
+
+
 @register
 class RandomDeletion(Policy):
     name = "random"
+    name_scheme = "{retention}-{granularity}-{scope}-{amount}"
 
     def __init__(self, deletion: Deletion, settings: DeletionSettings) -> None:
         super().__init__(deletion, settings)
         self._turns: dict[tuple[int, int], tuple[Rewrite, ...]] = {}  # (seed, turn) → its rewrites
 
     def _turn(self, seed: int, turn: int) -> tuple[Rewrite, ...]:
-        d = self.deletion
-        amount = float(d.amount or 0.0)
-        if d.granularity == "turn":
-            if not turn_selected(seed, turn, amount):
-                return ()
-            return tuple(Rewrite(turn, part, "turn") for part in d.parts)
-        return tuple(Rewrite(turn, part, "token", amount) for part in d.parts)
+        rewrites = self._turns.get((seed, turn))
+        if rewrites is None:
+            rewrites = self._turns[seed, turn] = turn_rewrites(self.deletion, seed, turn)
+        return rewrites
 
     def decide(self, view: HistoryView) -> list[Rewrite]:
         out: list[Rewrite] = []
         for turn in view.eligible(self.deletion.keep_last):
-            rewrites = self._turns.get((view.seed, turn))
-            if rewrites is None:
-                rewrites = self._turns[view.seed, turn] = self._turn(view.seed, turn)
-            out += rewrites
+            out += self._turn(view.seed, turn)
         return out
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str) -> Deletion:
-        unknown = sorted(set(entry) - set(_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"{key}.{unknown[0]}: unknown key for policy 'random'; allowed keys: {', '.join(_KEYS)}"
-            )
-        scope, granularity = entry.get("scope"), entry.get("granularity")
-        if scope not in SCOPES:
-            raise ConfigError(f"{key}.scope: {scope!r} is not allowed; allowed values: {', '.join(SCOPES)}")
-        if granularity not in GRANULARITIES:
-            raise ConfigError(
-                f"{key}.granularity: {granularity!r} is not allowed; "
-                f"allowed values: {', '.join(GRANULARITIES)}"
-            )
-        amount = entry.get("amount")
-        if isinstance(amount, bool) or not isinstance(amount, int | float) or not 0 < amount <= 100:
-            raise ConfigError(f"{key}.amount: {amount!r} must be a number in (0, 100]")
-        if "keep_last" in entry:
-            keep_last = entry["keep_last"]
-            if isinstance(keep_last, bool) or not isinstance(keep_last, int) or keep_last < 0:
-                raise ConfigError(f"{key}.keep_last: {keep_last!r} must be an integer >= 0")
-        elif entry.get("timing") in TIMINGS:
-            keep_last = TIMINGS[entry["timing"]]
-        else:
-            raise ConfigError(f"{key}: give keep_last (an integer >= 0) or timing ({', '.join(TIMINGS)})")
-        timing = entry.get("timing") or ("immediate" if keep_last == 0 else "delayed")
-        if timing not in TIMINGS:
-            raise ConfigError(
-                f"{key}.timing: {timing!r} is not allowed; allowed values: {', '.join(TIMINGS)}"
-            )
-        return Deletion(
-            name=str(entry["name"]),
-            policy=cls.name,
-            scope=scope,
-            granularity=granularity,
-            amount=float(amount),
-            keep_last=int(keep_last),
-            timing=timing,
-        )
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+        check_keys(entry, RANDOM_KEYS, key, cls.name)
+        d = Deletion(name="", policy=cls.name, **random_fields(entry, key))
+        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+
+    @classmethod
+    def canonical_name(cls, deletion: Deletion) -> str:
+        return random_words(deletion)
+
+    @classmethod
+    def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
+        words = name.split("-")
+        if len(words) != 4:
+            return None
+        entry = random_entry(words, name, key)
+        return None if entry is None else {"policy": cls.name, **entry}
+
+    @classmethod
+    def label(cls, entry: Mapping[str, Any]) -> str:
+        return retention_label(int(entry.get("keep_last", 0)))

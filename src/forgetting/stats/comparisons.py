@@ -21,7 +21,8 @@ Every statistic is computed on the configuration and on the baseline restricted 
 resampled tasks (one weight matrix for the whole study). Paired comparisons take the
 difference ``second − first`` of two evaluations' estimates in each resample: *timing*
 (delayed → immediate, equal policy, scope, granularity, amount) and *granularity* (turn →
-token, equal policy, scope, amount, timing).
+token, equal policy, scope, amount, timing) — the paper's policy only; other policies are
+compared with their baseline like every evaluation.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from forgetting.stats.bootstrap import bootstrap_p, ones_weights, percentile_interval, resample_weights
-from forgetting.stats.labels import agent_key, configuration_key
+from forgetting.stats.labels import agent_key, configuration_key, is_paper_like
 from forgetting.stats.metrics import Group, StudyData, group_statistics
 from forgetting.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
 from forgetting.stats.settings import StatsSettings
@@ -194,8 +195,10 @@ def compute_effects(boot: Bootstrap) -> pa.Table:
 
 
 def comparison_pairs(data: StudyData) -> list[tuple[str, Group, Group]]:
-    """(comparison, first, second) for every matched pair of evaluations, in table order."""
-    evaluations = ordered_evaluations(data)
+    """(comparison, first, second) for every matched pair of evaluations, in table order.
+    Only the paper's policy at the paper's timings is paired (:func:`is_paper_like`): other
+    policies have no delayed/immediate or turn/token counterpart in the paper's sense."""
+    evaluations = [g for g in ordered_evaluations(data) if is_paper_like(g.dims)]
     pairs = []
     for comparison, (dim, first_value, second_value) in COMPARISONS.items():
         shared = [k for k in ("policy", "scope", "granularity", "amount", "timing") if k != dim]

@@ -6,11 +6,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from forgetting.grid import BASELINE
+from forgetting.grid import BASELINE, TIMINGS
 
 TIMING_ORDER = ("delayed", "immediate")
 SCOPE_ORDER = ("reasoning", "tool_output", "both")
 GRANULARITY_ORDER = ("turn", "token")
+#: policies beyond the paper, in table order (config/README.md)
+POLICY_ORDER = ("random", "batch", "gate", "reuse", "mask")
 
 AGENT_LABELS = {"trae": "Trae agent", "mini": "mini-swe-agent", "mini-text": "mini-swe-agent (text)"}
 SCOPE_LABELS = {"reasoning": "reasoning", "tool_output": "tool output", "both": "both"}
@@ -46,13 +48,45 @@ def agent_key(agent: str, agents: tuple[str, ...] = ()) -> tuple[int, str]:
     return (agents.index(agent) if agent in agents else len(agents), agent)
 
 
+def is_paper_like(dims: Mapping[str, Any]) -> bool:
+    """The paper's random deletion at one of its two timings (any amount): the configurations
+    the paper's pairings (delayed → immediate, turn → token) and panels are made of."""
+    if dims.get("policy") not in (None, "random") or dims.get("timing") not in TIMINGS:
+        return False
+    keep = dims.get("keep_last")
+    return keep is None or int(keep) == TIMINGS[str(dims["timing"])]
+
+
+def policy_label(name: str, dims: Mapping[str, Any]) -> str:
+    """What sets a configuration apart from the paper's: its timing for the paper's policy,
+    else a short label of its policy (``batched ×4 · delayed``, ``keep 8``) or its name."""
+    if name == BASELINE:
+        return "baseline"
+    if is_paper_like(dims):
+        return str(dims["timing"])
+    from forgetting.policies import policy_label as label_of_name
+
+    return label_of_name(name) or name
+
+
 def configuration_key(name: str, dims: Mapping[str, Any]) -> tuple:
-    """The paper's order: baseline, then timing, scope, granularity, amount; other policies by name."""
+    """The paper's order: baseline, then timing, scope, granularity, amount; then the other
+    policies (:data:`POLICY_ORDER`), by retention delay, scope, granularity, amount, name."""
     if name == BASELINE:
         return (0,)
-    paper_like = dims.get("policy") in (None, "random") and dims.get("timing") in TIMING_ORDER
+    if not is_paper_like(dims):
+        keep = dims.get("keep_last")
+        return (
+            2,
+            _index(POLICY_ORDER, dims.get("policy")),
+            int(keep) if keep is not None else 0,
+            _index(SCOPE_ORDER, dims.get("scope")),
+            _index(GRANULARITY_ORDER, dims.get("granularity")),
+            _amount(dims.get("amount")),
+            name,
+        )
     return (
-        1 if paper_like else 2,
+        1,
         _index(TIMING_ORDER, dims.get("timing")),
         _index(SCOPE_ORDER, dims.get("scope")),
         _index(GRANULARITY_ORDER, dims.get("granularity")),

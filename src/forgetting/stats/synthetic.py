@@ -47,7 +47,8 @@ def _effects(run: Run) -> dict[str, float]:
             "amount": 0.0,
             "distance": 6.0,
         }
-    a = float(d.amount or 0) / 100.0
+    # reuse-aware deletion has no amount: about 60 % of the tool outputs go stale
+    a = float(d.amount) / 100.0 if d.amount is not None else (0.6 if d.policy == "reuse" else 0.0)
     tool = 1.0 if d.scope in ("tool_output", "both") else 0.0
     reasoning = 1.0 if d.scope in ("reasoning", "both") else 0.0
     token = 1.3 if d.granularity == "token" else 1.0
@@ -66,6 +67,22 @@ def _effects(run: Run) -> dict[str, float]:
     if not tool:
         rebill *= 0.6
     loop = 0.1 * a * tool * immediate
+    # policies beyond the paper: a longer delay softens every effect, batching and the cache
+    # gate break the prefix less often, reuse-aware deletion drops what is rarely re-read
+    if d.keep_last > 2:
+        soften = 2.0 / d.keep_last
+        solve *= soften
+        turns = 1.0 + (turns - 1.0) * soften
+        refetch = 1.0 + (refetch - 1.0) * soften
+        removed *= 0.5 + 0.5 * soften
+    if d.policy == "batch":
+        rebill /= float(d.params.get("every", 1))
+    elif d.policy == "gate":
+        rebill *= 0.35
+        removed *= 0.8
+    elif d.policy == "reuse":
+        refetch = 1.0 + (refetch - 1.0) * 0.3
+        solve *= 0.5
     return {
         "solve": solve,
         "turns": turns,

@@ -14,9 +14,9 @@ from forgetting.stats.labels import provenance_note
 from forgetting.stats.schemas import STATS
 from forgetting.stats.settings import settings_of
 from forgetting.tables.build import BUILDERS, FORMATS, TABLES, StatsTables
-from forgetting.tables.writers import write_table
+from forgetting.tables.writers import to_markdown, write_table
 
-__all__ = ["FORMATS", "TABLES", "load_stats_tables", "table_paths", "write_tables"]
+__all__ = ["FORMATS", "TABLES", "load_stats_tables", "render_table", "table_paths", "write_tables"]
 
 
 def table_paths(tables_dir: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
@@ -76,3 +76,12 @@ def write_tables(
             write_table(table, paths)
             out.line(f"table {name}: {len(table.rows)} rows → {', '.join(str(p) for p in paths)}")
     return wanted
+
+
+def render_table(study: Study, name: str, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None) -> str:
+    """One table as Markdown, built from the study's statistics (for printing)."""
+    from forgetting.errors import UserError
+
+    if name not in BUILDERS:
+        raise UserError(f"--print: {name!r} is not a table of this pipeline; choose from: {', '.join(TABLES)}")
+    return to_markdown(BUILDERS[name](load_stats_tables(study, inputs)))

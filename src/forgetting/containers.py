@@ -1,0 +1,234 @@
+"""Apptainer images on the cluster: which ones a study needs, building them, pulling SWE-bench's.
+
+Four definition files live in ``containers/`` (``vllm``, ``trae-agent``, ``mini-swe-agent``,
+``evaluation``); ``build_image`` turns one into ``<containers.image_dir>/<name>.sif``. The
+SWE-bench instance images are pulled as SIF files into ``evaluation.image_dir`` by
+:func:`forgetting.evaluation.apptainer.pull_images`, in chunks of
+``containers.pull_chunk_size`` tasks (one Snakemake job per chunk, not per image).
+
+A study asks for images only where it runs on the cluster path:
+
+* ``model.backend: vllm`` — a batch job needs ``model.vllm.apptainer_image`` (the server) and
+  ``agent.<agent>.apptainer_image`` (the agent, where one is named), and, for SWE-bench tasks,
+  the instance images (the agents' commands run in the task's environment);
+* ``evaluation.backend: apptainer`` — an evaluation job needs the instance images.
+
+The demo (scripted model, local evaluation) needs none, so no image job enters its DAG.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forgetting.config import PROJECT_ROOT, Study
+from forgetting.errors import ConfigError, ResourceError
+
+#: definition files, ``containers/<name>.def``
+DEFINITIONS_DIR = PROJECT_ROOT / "containers"
+IMAGE_NAMES = ("vllm", "mini-swe-agent", "trae-agent", "evaluation")
+#: where marker files of pulled chunks live, under ``evaluation.image_dir``
+PULLED_DIR = ".pulled"
+DEFAULT_BUILD_ARGS = ("--fakeroot",)
+
+
+def expand_path(value: str, key: str) -> str:
+    """``~`` and ``$VARIABLES`` expanded; a variable left unset is an error naming ``key``."""
+    out = os.path.expandvars(os.path.expanduser(str(value)))
+    unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", out)
+    if unset:
+        raise ConfigError(f"{key}: {value!r} names ${unset[0]}, which is not set in the environment")
+    return out
+
+
+@dataclass(frozen=True)
+class ContainerSettings:
+    """The ``containers`` section, resolved."""
+
+    image_dir: str
+    executable: str = "apptainer"
+    build_args: tuple[str, ...] = DEFAULT_BUILD_ARGS
+    build_timeout_s: int = 10800
+    pull_chunk_size: int = 25
+    on_login_node: bool = False
+
+    @classmethod
+    def from_study(cls, study: Study) -> ContainerSettings:
+        section: Mapping[str, Any] = study.section("containers")
+        return cls(
+            image_dir=expand_path(section.get("image_dir", "images/containers"), "containers.image_dir"),
+            executable=str(section.get("executable", "apptainer")),
+            build_args=tuple(section.get("build_args", DEFAULT_BUILD_ARGS)),
+            build_timeout_s=int(section.get("build_timeout_s", 10800)),
+            pull_chunk_size=int(section.get("pull_chunk_size", 25)),
+            on_login_node=bool(section.get("on_login_node", False)),
+        )
+
+
+def instance_image_dir(study: Study) -> str:
+    """``evaluation.image_dir`` as the workflow names it (relative paths stay relative)."""
+    return expand_path(study.section("evaluation").get("image_dir", "images/swebench"), "evaluation.image_dir")
+
+
+def uses_vllm(study: Study) -> bool:
+    return study.section("model").get("backend") == "vllm"
+
+
+def runs_need_instance_images(study: Study) -> bool:
+    """The agents work inside the SWE-bench instance images (cluster path, real tasks)."""
+    return uses_vllm(study) and study.raw["dataset"]["kind"] == "swebench"
+
+
+def evaluation_needs_instance_images(study: Study) -> bool:
+    return study.section("evaluation").get("backend") == "apptainer"
+
+
+def run_images(study: Study, agent: str) -> list[str]:
+    """The SIF files a batch job of ``agent`` reads: the model server's and the agent's."""
+    if not uses_vllm(study):
+        return []
+    out = []
+    server = (study.section("model").get("vllm") or {}).get("apptainer_image")
+    if server:
+        out.append(expand_path(server, "model.vllm.apptainer_image"))
+    agent_image = (study.section("agent").get(agent) or {}).get("apptainer_image")
+    if agent_image:
+        out.append(expand_path(agent_image, f"agent.{agent}.apptainer_image"))
+    return out
+
+
+@dataclass(frozen=True)
+class PullChunk:
+    """A set of tasks whose instance images one job pulls; its name hashes its ids."""
+
+    name: str
+    ids: tuple[str, ...]
+
+
+def pull_chunks(study: Study) -> list[PullChunk]:
+    """The study's tasks (sorted) in chunks of ``containers.pull_chunk_size``.
+
+    A chunk's name carries a hash of its ids, so a narrowed study (``only_tasks``) never
+    reuses the marker of a chunk of the full study that holds other tasks.
+    """
+    size = ContainerSettings.from_study(study).pull_chunk_size
+    ids = sorted(study.tasks)
+    chunks = []
+    for index, start in enumerate(range(0, len(ids), size)):
+        part = tuple(ids[start : start + size])
+        digest = hashlib.sha256("\n".join(part).encode()).hexdigest()[:8]
+        chunks.append(PullChunk(f"c{index:03d}-{digest}", part))
+    return chunks
+
+
+def pull_markers(study: Study) -> list[str]:
+    """One marker file per chunk: ``<evaluation.image_dir>/.pulled/<chunk>.json``."""
+    base = instance_image_dir(study)
+    return [f"{base}/{PULLED_DIR}/{c.name}.json" for c in pull_chunks(study)]
+
+
+def images_for_runs(study: Study, agent: str) -> list[str]:
+    """Every image file a ``run_batch`` job of ``agent`` depends on (empty for the demo)."""
+    out = run_images(study, agent)
+    if runs_need_instance_images(study):
+        out += pull_markers(study)
+    return out
+
+
+def images_for_evaluation(study: Study) -> list[str]:
+    """Every image file an ``evaluate_batch`` job depends on (empty unless apptainer)."""
+    return pull_markers(study) if evaluation_needs_instance_images(study) else []
+
+
+def study_images(study: Study) -> list[str]:
+    """Every image file any job of the study reads (the ``images`` target), sorted."""
+    paths = {p for agent in study.agents for p in images_for_runs(study, agent)}
+    return sorted(paths | set(images_for_evaluation(study)))
+
+
+def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,
+               log: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Pull the instance images of one chunk (those already there are kept) and write its marker.
+
+    The marker lists each image's path and size; it is written atomically after the last pull,
+    so a chunk interrupted half-way is pulled again (its finished images are reused).
+    """
+    from forgetting.atomic import write_json
+    from forgetting.evaluation.apptainer import pull_images
+
+    chunks = {c.name: c for c in pull_chunks(study)}
+    if chunk_name not in chunks:
+        raise ConfigError(f"pull chunk {chunk_name!r} is not part of this study's plan")
+    with contextlib.ExitStack() as stack:
+        log_fh = stack.enter_context(open(log, "a", encoding="utf-8")) if log else None
+        paths = pull_images(study, chunks[chunk_name].ids,
+                            progress=(lambda line: print(line, file=log_fh, flush=True)) if log_fh else None)
+    images = {i: {"sif": str(p), "bytes": p.stat().st_size} for i, p in zip(chunks[chunk_name].ids, paths, strict=True)}
+    record = {"chunk": chunk_name, "images": images}
+    write_json(marker, record)
+    return record
+
+
+def definition_path(name: str) -> Path:
+    return DEFINITIONS_DIR / f"{name}.def"
+
+
+def build_command(definition: str | os.PathLike[str], target: str | os.PathLike[str],
+                  settings: ContainerSettings) -> list[str]:
+    """``apptainer build [ARGS] TARGET DEFINITION``."""
+    return [settings.executable, "build", *settings.build_args, str(target), str(definition)]
+
+
+def build_image(definition: str | os.PathLike[str], target: str | os.PathLike[str],
+                settings: ContainerSettings, *, log: str | os.PathLike[str] | None = None,
+                cwd: str | os.PathLike[str] | None = None) -> Path:
+    """Build ``definition`` into ``target``, through a temporary file renamed into place.
+
+    Runs from ``cwd`` (default: the project root), because the definition files copy the
+    package's source (``%files``) relative to it. A failed or interrupted build leaves nothing.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    command = build_command(Path(definition).resolve(), partial.resolve(), settings)
+    log_path = Path(log) if log else target.with_suffix(".build.log")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(log_path, "w", encoding="utf-8") as fh:
+            fh.write("$ " + " ".join(command) + "\n")
+            fh.flush()
+            proc = subprocess.run(command, cwd=cwd or PROJECT_ROOT, stdout=fh, stderr=subprocess.STDOUT,
+                                  timeout=settings.build_timeout_s)
+    except subprocess.TimeoutExpired:
+        partial.unlink(missing_ok=True)
+        raise ResourceError(
+            f"apptainer build {definition}: not done after {settings.build_timeout_s} s "
+            f"(containers.build_timeout_s); see {log_path}"
+        ) from None
+    except FileNotFoundError:
+        raise ResourceError(
+            f"containers.executable: {settings.executable!r} not found on PATH; "
+            "load or install Apptainer to build the images (docs/cluster.md)"
+        ) from None
+    if proc.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        raise ResourceError(f"apptainer build {definition} failed (exit {proc.returncode}); see {log_path}")
+    os.replace(partial, target)
+    return target
+
+
+
+def check_paths(study: Study) -> None:
+    """Resolve every image path of ``study`` now, so an unset ``$VARIABLE`` stops it before any job."""
+    ContainerSettings.from_study(study)
+    instance_image_dir(study)
+    for agent in study.agents:
+        run_images(study, agent)

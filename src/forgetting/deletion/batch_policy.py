@@ -1,0 +1,80 @@
+"""Batched rewriting: the paper's random deletion, applied only every ``k`` calls.
+
+The paper rewrites a turn as soon as it becomes eligible, so the prompt prefix breaks at
+nearly every call. Here the turns that became eligible are held back and rewritten all at
+once when ``k`` of them have gathered: with ``e = max(0, n − keep_last)`` eligible turns in a
+history of ``n`` turns, the turns ``1 … k·⌊e/k⌋`` get the paper's decision (the same keyed
+draws as ``random``), the rest stay intact. The cache breaks once per ``k`` calls; between
+breaks the retention delay is in effect ``keep_last`` to ``keep_last + k − 1`` turns.
+
+Config entry: ``policy: batch``, ``every`` (k ≥ 2) and the ``random`` keys (``scope``,
+``granularity``, ``amount``, ``keep_last`` or ``timing``). Name:
+``batch{k}-{retention}-{granularity}-{scope}-{amount}``, e.g. ``batch4-delayed-turn-tool_output-100``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from forgetting.deletion.names import numbered
+from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite, register
+from forgetting.deletion.random_policy import (
+    RANDOM_KEYS,
+    RandomDeletion,
+    check_keys,
+    integer,
+    random_entry,
+    random_fields,
+    random_words,
+    retention_label,
+)
+from forgetting.errors import ConfigError
+from forgetting.grid import Deletion
+
+
+def batch_frontier(n_turns: int, keep_last: int, every: int) -> int:
+    """The last turn rewritten in a history of ``n_turns``: eligible turns rounded down to a
+    multiple of ``every``."""
+    eligible = max(0, n_turns - keep_last)
+    return eligible - eligible % every
+
+
+@register
+class BatchedDeletion(RandomDeletion):
+    name = "batch"
+    name_scheme = "batch{k}-{retention}-{granularity}-{scope}-{amount}"
+
+    def decide(self, view: HistoryView) -> list[Rewrite]:
+        d = self.deletion
+        out: list[Rewrite] = []
+        for turn in range(1, batch_frontier(view.n_turns, d.keep_last, int(d.params["every"])) + 1):
+            out += self._turn(view.seed, turn)
+        return out
+
+    @classmethod
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+        check_keys(entry, (*RANDOM_KEYS, "every"), key, cls.name)
+        every = integer(entry, "every", key, 2)
+        d = Deletion(name="", policy=cls.name, **random_fields(entry, key), params={"every": every})
+        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+
+    @classmethod
+    def canonical_name(cls, deletion: Deletion) -> str:
+        return f"batch{deletion.params['every']}-{random_words(deletion)}"
+
+    @classmethod
+    def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
+        words = name.split("-")
+        every = numbered(words[0], "batch")
+        if every is False:
+            return None
+        entry = random_entry(words[1:], name, key) if len(words) == 5 else None
+        if entry is None:
+            raise ConfigError(f"{key}: {name!r} is not a batch name; expected {cls.name_scheme}")
+        return {"policy": cls.name, "every": every, **entry}
+
+    @classmethod
+    def label(cls, entry: Mapping[str, Any]) -> str:
+        return f"batched ×{entry.get('every')} · {retention_label(int(entry.get('keep_last', 0)))}"

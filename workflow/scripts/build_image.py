@@ -1,0 +1,5 @@
+from forgetting.containers import ContainerSettings, build_image
+from forgetting.workflow import study_of
+
+settings = ContainerSettings.from_study(study_of(snakemake))  # noqa: F821
+build_image(snakemake.input.definition, snakemake.output[0], settings, log=snakemake.log[0])  # noqa: F821

@@ -1,0 +1,4 @@
+from forgetting.containers import pull_chunk
+from forgetting.workflow import study_of
+
+pull_chunk(study_of(snakemake), snakemake.wildcards.chunk, snakemake.output[0], log=snakemake.log[0])  # noqa: F821
