@@ -128,17 +128,27 @@ def stop_process(process: subprocess.Popen[bytes], *, grace_s: float = 30.0) -> 
         return process.wait(timeout=10)
 
 
-def die_with_parent() -> None:
-    """In the server's process: Linux kills it when the batch process dies, even by SIGKILL
-    (no model server outlives its batch on a workstation; Slurm's cgroup does it on a node)."""
+def _prctl() -> Any:
+    """libc's ``prctl`` on Linux, else None (resolved in the parent: a ``preexec_fn`` must not
+    import or load anything)."""
     if not sys.platform.startswith("linux"):
-        return
+        return None
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+_PRCTL = _prctl()
+
+
+def die_with_parent() -> None:
+    """In a child process: Linux kills it when its parent dies, even by SIGKILL (no model
+    server or run outlives its batch on a workstation; Slurm's cgroup does it on a node)."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 @dataclass
