@@ -28,7 +28,7 @@ import tempfile
 import time
 import urllib.request
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -464,7 +464,3 @@ def run_batch(
 def run_one(study: Study, run: Run, **kwargs: Any) -> dict[str, Any]:
     """One run with its own model server (``forgetting run``)."""
     return run_batch(study, Batch(run.agent, run.configuration, "single", (run,)), **kwargs)
-
-
-def batch_entries(document: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return dict(document.get("runs") or {})
