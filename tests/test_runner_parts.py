@@ -292,9 +292,9 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
                               apptainer=str(tmp_path / "apptainer"), command_timeout_s=30)
     assert problem_statement(settings, "django__django-11099") == "UsernameValidator"
     with pytest.raises(InfraFailure, match=r"django__django-11099\.sif not found"):
-        make_workspace(settings, "django__django-11099", tmp_path)
+        make_workspace(settings, "django__django-11099", "mini/baseline/django__django-11099/1")
     (images / "django__django-11099.sif").write_text("image")
-    ws = make_workspace(settings, "django__django-11099", tmp_path)
+    ws = make_workspace(settings, "django__django-11099", "mini/baseline/django__django-11099/1")
     assert not ws.local and ws.cwd == "/testbed" and ws.image == images / "django__django-11099.sif"
 
     # mini-swe-agent's own Apptainer environment, its sandbox built in the run's scratch directory
@@ -317,3 +317,30 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_STATUS", "1")
     with pytest.raises(InfraFailure, match="apptainer sandbox"):
         mini._environment(ctx, config)
+
+
+def test_demo_workspaces_have_reproducible_paths(tmp_path):
+    from conftest import ROOT
+    from forgetting.runner.workspace import make_workspace, workspace_dir
+
+    settings = RunnerSettings(scratch_dir=tmp_path, instances=ROOT / "resources/demo/tasks")
+    rid = "mini/baseline/demo__timekit-1/1"
+    assert workspace_dir(settings, rid) == workspace_dir(settings, rid)  # no pid, no random name
+    assert workspace_dir(settings, rid) != workspace_dir(settings, rid[:-1] + "2")
+    stale = workspace_dir(settings, rid) / "leftover"
+    stale.mkdir(parents=True)  # a killed attempt's checkout
+    ws = make_workspace(settings, "demo__timekit-1", rid)
+    assert ws.path == workspace_dir(settings, rid) and (ws.path / ".git").is_dir() and not stale.exists()
+    ws.remove()
+    assert not workspace_dir(settings, rid).parent.exists()
+
+
+def test_fixed_test_durations_take_the_wall_clock_out_of_pytest_output(tmp_path):
+    import subprocess
+
+    (tmp_path / "test_a.py").write_text("def test_a():\n    assert True\n")
+    for fixed, expected in ((False, " passed in 0."), (True, "1 passed in <duration not shown>")):
+        env = {**os.environ, **mini.shell_env({}, local=True, fixed_test_durations=fixed)}
+        out = subprocess.run([sys.executable, "-m", "pytest", "-q", "test_a.py"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=60).stdout
+        assert expected in out, out

@@ -51,7 +51,7 @@ def execute_run(
 
     t0 = time.monotonic()
     task_text = problem_statement(settings, run.task)
-    workspace = make_workspace(settings, run.task, scratch)
+    workspace = make_workspace(settings, run.task, run.run_id)
     print(f"workspace {workspace.cwd}{f' in {workspace.image}' if workspace.image else ''} "
           f"({time.monotonic() - t0:.2f} s)", flush=True)
     try:

@@ -121,7 +121,11 @@ def model_config(config: dict[str, Any], settings: RunnerSettings, api_base: str
     return section
 
 
-def shell_env(config: dict[str, Any], *, local: bool) -> dict[str, str]:
+#: where the pytest plugin of ``agent.fixed_test_durations`` lives (alone: no pipeline code)
+PYTEST_PLUGIN_DIR = Path(__file__).resolve().parent.parent / "data" / "pytest_plugins"
+
+
+def shell_env(config: dict[str, Any], *, local: bool, fixed_test_durations: bool = False) -> dict[str, str]:
     """The environment variables of the agent's commands (mini's own, plus ours locally)."""
     env = {str(k): str(v) for k, v in ((config.get("environment") or {}).get("env") or {}).items()}
     if local:
@@ -133,6 +137,9 @@ def shell_env(config: dict[str, Any], *, local: bool) -> dict[str, str]:
         # pytest as a project environment has it: not the plugins of this pipeline's venv,
         # whose loading costs ~0.8 s of CPU per pytest run (demo tasks need plain pytest)
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        if fixed_test_durations:  # the demo: pytest's closing line without wall-clock seconds
+            env["PYTHONPATH"] = str(PYTEST_PLUGIN_DIR)
+            env["PYTEST_ADDOPTS"] = "-p forgetting_fixed_duration"
     return env
 
 
@@ -148,7 +155,7 @@ def agent_config(config: dict[str, Any], settings: RunnerSettings, trajectory: P
 
 def _environment(ctx: RunContext, config: dict[str, Any]) -> Any:
     settings, ws = ctx.settings, ctx.workspace
-    env = shell_env(config, local=ws.local)
+    env = shell_env(config, local=ws.local, fixed_test_durations=settings.fixed_test_durations)
     if ws.local:
         from minisweagent.environments.local import LocalEnvironment
 

@@ -66,6 +66,7 @@ class RunnerSettings:
     mini_config_files: Mapping[str, Path | None] = field(default_factory=dict)
     trae: TraeSettings = field(default_factory=TraeSettings)
     force_rerun: bool = False
+    fixed_test_durations: bool = False
 
     @property
     def backend(self) -> str:
@@ -122,4 +123,5 @@ class RunnerSettings:
             mini_config_files=mini_files,
             trae=trae,
             force_rerun=bool(study.raw.get("force_rerun")),
+            fixed_test_durations=bool(agent.get("fixed_test_durations", False)),
         )

@@ -1,7 +1,10 @@
 """Where an agent works: the task's repository, outside the results directory.
 
-Demo tasks (``dataset.kind: demo``): a fresh git checkout of the task's base commit in the
-batch's scratch directory (:func:`forgetting.demo_tasks.checkout`), removed after the run.
+Demo tasks (``dataset.kind: demo``): a fresh git checkout of the task's base commit
+(:func:`forgetting.demo_tasks.checkout`), removed after the run. Its path depends only on
+the scratch directory and the run id (``<scratch_dir>/forgetting-workspaces/<hash>/repo``),
+never on a process id or a random name: paths show up in tool output (tracebacks), and the
+demo must give byte-identical results when run twice.
 SWE-bench tasks (cluster only): the task's instance image (``evaluation.image_dir``,
 ``<instance_id>.sif``, pulled by the workflow beforehand), where the repository is
 ``/testbed`` with its environment; the agent's commands run inside it.
@@ -9,6 +12,7 @@ SWE-bench tasks (cluster only): the task's instance image (``evaluation.image_di
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +43,7 @@ class Workspace:
 
     def remove(self) -> None:
         if self.path is not None:
-            shutil.rmtree(self.path, ignore_errors=True)
+            shutil.rmtree(self.path.parent, ignore_errors=True)
 
 
 def problem_statement(settings: RunnerSettings, task: str) -> str:
@@ -56,15 +60,22 @@ def problem_statement(settings: RunnerSettings, task: str) -> str:
     return str(rows[task]["problem_statement"])
 
 
-def make_workspace(settings: RunnerSettings, task: str, scratch: Path) -> Workspace:
-    """The task's repository for one run; ``scratch`` is the run's own scratch directory.
+def workspace_dir(settings: RunnerSettings, run_id: str) -> Path:
+    """The run's own, reproducible workspace directory for a demo task."""
+    key = hashlib.sha256(run_id.encode()).hexdigest()[:16]
+    return settings.scratch_dir / "forgetting-workspaces" / key / "repo"
+
+
+def make_workspace(settings: RunnerSettings, task: str, run_id: str) -> Workspace:
+    """The task's repository for one run.
 
     Any failure is an :class:`InfraFailure`: the run is redone, not recorded.
     """
     if settings.dataset_kind == "demo":
         from forgetting.demo_tasks import checkout
 
-        dest = scratch / "repo"
+        dest = workspace_dir(settings, run_id)
+        shutil.rmtree(dest.parent, ignore_errors=True)  # left behind by a killed attempt
         try:
             return Workspace(task, path=checkout(settings.instances, task, dest))
         except (UserError, OSError) as exc:
