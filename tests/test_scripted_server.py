@@ -64,6 +64,21 @@ def test_usage_counts_real_tokens_and_emulates_the_prefix_cache(tmp_path: Path) 
     assert run.responses[-1]["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
 
 
+def test_each_run_meets_its_own_prefix_cache_unless_shared(tmp_path: Path) -> None:
+    from forgetting.scripted.settings import ScriptedSettings
+
+    first = S.start_messages("tool_calls")
+    request = {"messages": first, "tools": [S.BASH_TOOL]}
+    for per_run, second_run_hits in ((True, False), (False, True)):
+        model = S.model(settings=ScriptedSettings(cache_per_run=per_run))
+        cached = [
+            model.complete(request, seed)["usage"]["prompt_tokens_details"]["cached_tokens"]
+            for seed in ("11", "11", "22")
+        ]
+        assert cached[0] == 0 and cached[1] > 0  # the same run: its earlier prompt hits
+        assert (cached[2] > 0) == second_run_hits  # another run: only a shared cache hits
+
+
 def test_max_tokens_cuts_the_reply_short() -> None:
     messages = S.start_messages("tool_calls")
     response = S.model().complete({"messages": messages, "tools": [S.BASH_TOOL], "max_tokens": 5})

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +26,9 @@ from forgetting.scripted.knowledge import TaskBook
 from forgetting.scripted.policy import Decision, Policy, unknown_task
 from forgetting.scripted.prefix_cache import PrefixCache
 from forgetting.scripted.settings import ScriptedSettings
+
+#: runs whose emulated prefix caches are kept at once (least recently used dropped)
+MAX_RUN_CACHES = 64
 
 STAND_IN = "scripted stand-in for an LLM: a deterministic policy, not a language model"
 FINGERPRINT = "forgetting-scripted-stand-in-v1"
@@ -92,6 +97,21 @@ class ScriptedModel:
         self.settings = settings or ScriptedSettings()
         self.served_name = served_name
         self.cache = PrefixCache(self.settings.cache_blocks)
+        self._run_caches: OrderedDict[str, PrefixCache] = OrderedDict()
+        self._caches_lock = threading.Lock()
+
+    def cache_for(self, run_key: str) -> PrefixCache:
+        """The emulated prefix cache a request of run ``run_key`` meets: the run's own
+        (``cache_per_run``, the default: reported hits do not depend on which runs happened to
+        share a server, so a rerun reports the same) or the server's shared one (as vLLM)."""
+        if not self.settings.cache_per_run:
+            return self.cache
+        with self._caches_lock:
+            cache = self._run_caches.pop(run_key, None) or PrefixCache(self.settings.cache_blocks)
+            self._run_caches[run_key] = cache
+            while len(self._run_caches) > MAX_RUN_CACHES:
+                self._run_caches.popitem(last=False)
+            return cache
 
     def decide(
         self, messages: Sequence[Mapping[str, Any]], tools: Any, seed_header: str | None
@@ -127,7 +147,7 @@ class ScriptedModel:
             message = {"role": "assistant", "content": tokenizer.decode(content_ids)}
             completion, finish = content_ids, "length"
         prompt = chat_format.prompt_token_ids(messages, tools)
-        cached = self.cache.lookup_and_store(prompt)
+        cached = self.cache_for(run_key).lookup_and_store(prompt)
         return {
             "id": "chatcmpl-" + _digest(run_key, n_assistant, json.dumps(message, sort_keys=True))[:24],
             "object": "chat.completion",

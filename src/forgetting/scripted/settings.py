@@ -36,6 +36,7 @@ class ScriptedSettings:
     reasoning_recall_threshold: float = 0.5
     max_reorients: int = 3
     cache_blocks: int = 65536
+    cache_per_run: bool = True
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None, source: str = "model.scripted") -> ScriptedSettings:
