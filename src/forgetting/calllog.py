@@ -57,7 +57,16 @@ def _dumps(obj: Any) -> str:
 class CallLogWriter:
     """Appends records to a run's call log; thread-safe; one writer per file."""
 
-    def __init__(self, path: str | os.PathLike[str], header: Mapping[str, Any], *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: Mapping[str, Any],
+        *,
+        fsync: bool = False,
+        created: float | None = None,
+    ) -> None:
+        """``created`` (unix seconds) is the header's creation time; default now. A
+        generator of synthetic logs passes its own clock so that its output is reproducible."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
@@ -75,7 +84,8 @@ class CallLogWriter:
                 _truncate_torn_tail(self.path)
         self._fh: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
         if not exists:
-            self._write({"type": "header", "format": FORMAT, "created": time.time(), **header})
+            stamp = time.time() if created is None else created
+            self._write({"type": "header", "format": FORMAT, "created": stamp, **header})
 
     def _write(self, record: Mapping[str, Any]) -> None:
         self._fh.write(_dumps(record) + "\n")

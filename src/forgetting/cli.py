@@ -28,6 +28,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "proxy",
     "scripted-model",
+    "synth",
 )
 
 
