@@ -95,6 +95,13 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
     run_dir = Layout(study.results_dir).run_dir(run.run_id)
     meta = _read_json(run_dir / RUN_JSON, "run record")
     report = _read_json(run_dir / EVAL_JSON, "evaluation report")
+    if (meta.get("synthetic") or meta.get("model_backend") == "synthetic") and not study.section("study").get(
+        "synthetic"
+    ):
+        raise MissingStageOutput(
+            f"{run_dir / RUN_JSON}: a synthetic run (forgetting synth) in a study without study.synthetic: true; "
+            "synthetic runs are never analysed with real results"
+        )
     if meta.get("seed") is not None and int(meta["seed"]) != run.seed:
         raise MissingStageOutput(
             f"{run_dir / RUN_JSON}: seed {meta['seed']} differs from the plan's {run.seed}; rerun it with force_rerun"

@@ -160,7 +160,8 @@ def synthetic_config(source: Study, config: dict[str, Any], out: Path, runs: int
         t = min(len(source.tasks), 2 if size(2, 1 if confs else 0) <= runs else 1)
         k = min(len(confs), max(1 if confs else 0, (runs // (n_agents * t) - br) // dr))
     cfg["tasks"] = {"ids": list(source.tasks[:t])}
-    cfg["configurations"] = {"names": [d.name for d in _evenly(confs, k)] if k else "none"}
+    if k < len(confs):
+        cfg["configurations"] = {"names": [d.name for d in _evenly(confs, k)] if k else "none"}
     return cfg
 
 
