@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from conftest import ROOT
 from forgetting import chat_format
 from forgetting.analysis import analyze_batch
 from forgetting.calllog import read_call_log
@@ -26,8 +27,6 @@ from forgetting.messages import prompt_messages
 from forgetting.plan import plan_batches, plan_runs
 from forgetting.synth import synthesize
 from forgetting.synth.study import synthetic_config
-
-from conftest import ROOT
 
 PAPER = ROOT / "config" / "config.yaml"
 FILES = ("calls.jsonl", "trajectory.json", "patch.diff", "eval.json", "run.json")
