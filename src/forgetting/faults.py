@@ -4,8 +4,10 @@ With ``FORGETTING_KILL_AT=NAME`` (or ``NAME@N``) in the environment, the N-th (d
 call of :func:`checkpoint` with that name sends SIGKILL to the calling process — the way the
 tests interrupt a stage right after it wrote an output, to show that the next invocation
 completes, redoes only what was interrupted, and ends byte-identical to an uninterrupted run
-(tests/test_kill_resume.py). Names: ``evaluate.report`` (a run's eval.json written),
-``analyze.output``, ``collect.dataset``, ``stats.output``, ``tables.table``, ``figures.figure``.
+(tests/test_kill_resume.py). Names: ``evaluate.started`` (an evaluation began: its work
+directory exists, its report not yet), ``evaluate.report`` (a run's eval.json written),
+``analyze.output``, ``collect.dataset``, ``stats.output``, ``tables.table``, ``figures.figure``
+(one output file or table written).
 Unset — always, outside the tests — a checkpoint is one environment lookup.
 """
 

@@ -11,6 +11,7 @@ from typing import Any
 from forgetting.errors import RunOutputError
 from forgetting.evaluation.backends import Backend, Outcome
 from forgetting.evaluation.report import EvalReport, empty_tests, patch_digest, write_report
+from forgetting.faults import checkpoint
 from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH
 
 
@@ -71,6 +72,7 @@ def evaluate_patch(
         outcome = Outcome("empty_patch", None)
     else:
         work_dir.mkdir(parents=True)
+        checkpoint("evaluate.started")
         try:
             outcome = backend.evaluate(instance, patch, work_dir=work_dir, label=run_id or instance_id)
         except Exception as exc:  # a harness failure is a status, never a crash of the workflow
