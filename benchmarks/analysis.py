@@ -9,7 +9,9 @@ token ids, trajectories, evaluation reports in the real on-disk format). Made on
 
 Everything runs through Snakemake with 2 cores, as a user regenerates a study from its run
 outputs (``--config regenerate=true``), one stage at a time (``--until``), each timed with its
-peak memory (the largest process: Snakemake or one of its jobs) and the CPU time it used:
+peak memory (the largest process: Snakemake or one of its jobs) and the CPU time it used. The
+study's analysis outputs (batch tables, datasets, stats, tables, figures) are removed first;
+its runs and manifests are kept.
 
     analyze   analyze_batch × 94: behaviour labels and re-fetches, cost reconstruction per run
     collect   the batch tables into datasets/{runs,calls,tool_calls,run_costs,timings}.parquet

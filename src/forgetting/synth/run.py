@@ -201,8 +201,7 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     resolved = status == "submitted" and agent.resolved()
     patch = unified_diff(world, render.state) if status == "submitted" else ""
     total = (out / CALLS).stat().st_size
-    total += _write_trajectory(out, run, study, render, history, trae_calls, status, patch, calls, cap, served,
-                               started, clock)
+    total += _write_trajectory(out, render, history, trae_calls, status, patch, calls, cap, served, started, clock)
     (out / PATCH).write_text(patch, encoding="utf-8")
     total += len(patch.encode())
     eval_status = "resolved" if resolved else ("empty_patch" if not patch.strip() else "unresolved")
@@ -235,8 +234,6 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
 
 def _write_trajectory(
     out: Path,
-    run: Run,
-    study: Study,
     render: Any,
     history: list[dict[str, Any]],
     trae_calls: list[TraeCall],
