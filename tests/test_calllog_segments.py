@@ -58,4 +58,3 @@ def test_memoized_keys_are_the_content_addresses_and_prompts_read_back_exactly(t
     assert len(set(keys)) == len(keys)  # the list content and its look-alike text are two segments
     n_segments = sum(1 for line in path.read_text().splitlines() if json.loads(line)["type"] == "segment")
     assert n_segments == len(set(read.calls[0].segments) | set(keys))  # each stored once
-
