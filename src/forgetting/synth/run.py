@@ -220,13 +220,17 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
         "exit_status": exit_status,
         "turns": calls,
         "turn_cap": cap,
+        "agent_calls": calls,
+        "started": round(started, 3),
         "wall_s": round(clock - started, 3),
         "model_s": round(model_s, 3),
-        "started": round(started, 3),
+        "agent_exit_code": 0,
+        "patch_bytes": len(patch.encode()),
+        "error": error,
         "model_backend": MODEL_BACKEND,
         "synthetic": True,
-        "error": error,
-        "versions": {"forgetting": __version__, "synth": SYNTH_FORMAT, "generator_seed": gen_seed},
+        "versions": {"agent": MODEL_BACKEND, "model": MODEL_BACKEND, "pipeline": __version__,
+                     "synth": SYNTH_FORMAT, "generator_seed": gen_seed},
     }
     total += _dump(out / RUN_JSON, record)
     return RunResult(run.run_id, status, calls, resolved, eval_status, total)

@@ -233,7 +233,7 @@ def write_manifests(study: Study) -> None:
         for run in batch.runs:
             run_dir = layout.run_dir(run.run_id)
             meta, report = _read(run_dir / RUN_JSON), _read(run_dir / EVAL_JSON)
-            runs[run.run_id] = {"status": meta["status"], "turns": meta["turns"]}
+            runs[run.run_id] = {"status": meta["status"], "turns": meta["turns"], "resolved": None}
             evals[run.run_id] = {"status": report["status"], "resolved": bool(report["resolved"])}
         batch_dir = layout.batch_dir(batch.key)
         statuses = Counter(e["status"] for e in runs.values())
