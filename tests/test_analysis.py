@@ -84,7 +84,9 @@ def test_a_batch_becomes_one_row_per_run_and_a_broken_run_is_named(study, tmp_pa
     log = tmp_path / "analyze.log"
     assert analyze_batch(study, batch, outputs=outputs, log=log) == 1
 
-    (row,) = pq.read_table(outputs["summary"]).to_pylist()
+    row, unanalysed = pq.read_table(outputs["summary"]).to_pylist()
+    assert unanalysed["run_id"] == broken.run_id and unanalysed["status"] is None
+    assert "calls.jsonl" in unanalysed["error"] and unanalysed["error"].startswith("not analysed: ")
     assert row["run_id"] == good.run_id and row["configuration"] == "baseline" and row["seed"] == good.seed
     assert (row["status"], row["eval_status"], row["resolved"], row["turns"]) == ("submitted", "resolved", True, 4)
     assert row["model_backend"] == "scripted stand-in for the LLM" and row["patch_missing"] is False

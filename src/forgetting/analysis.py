@@ -5,8 +5,9 @@ For every run of a batch this joins what the earlier stages left in its director
 the behaviour labeller (:func:`forgetting.behaviour.label_run`) and the cost reconstruction
 (:func:`forgetting.cost.cost_run`), and writes the batch's ``summary`` (one row per run,
 :data:`~forgetting.schemas.RUNS_SCHEMA`), ``calls``, ``tool_calls``, ``run_costs`` and
-``timings`` tables. A run whose outputs are missing or unreadable gets no row: it is named
-in the log with the file at fault, and collection reports it by name.
+``timings`` tables. A run whose outputs are missing or unreadable is named in the log with
+the file at fault and gets a summary row without status whose ``error`` says why, and no
+other rows: collection reports it by name, with that reason.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from forgetting.calllog import read_call_log
 from forgetting.config import Study
 from forgetting.errors import UserError
-from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
+from forgetting.faults import checkpoint
+from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
 from forgetting.schemas import (
     CALLS_SCHEMA,
@@ -69,6 +72,54 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
+#: how a finished run can end (run.json ``status``; SPEC §3)
+RUN_STATUSES: tuple[str, ...] = ("submitted", "capped", "context_exceeded", "error")
+
+
+def _check_run_record(path: Path, meta: Mapping[str, Any]) -> None:
+    status = meta.get("status")
+    if status not in RUN_STATUSES:
+        raise MissingStageOutput(
+            f"{path}: status {status!r} is not a run outcome ({', '.join(RUN_STATUSES)}); rerun this run"
+        )
+    turns = meta.get("turns")
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
+        raise MissingStageOutput(f"{path}: turns {turns!r} is not a count of model calls; rerun this run")
+
+
+def _check_eval_report(path: Path, report: Mapping[str, Any]) -> None:
+    from forgetting.evaluation.report import STATUSES
+
+    status, resolved = report.get("status"), report.get("resolved")
+    if status not in STATUSES:
+        raise MissingStageOutput(
+            f"{path}: status {status!r} is not an evaluation outcome ({', '.join(STATUSES)}); "
+            "delete it and rerun the evaluation"
+        )
+    if not isinstance(resolved, bool) or resolved != (status == "resolved"):
+        raise MissingStageOutput(
+            f"{path}: resolved {resolved!r} contradicts status {status!r}; delete it and rerun the evaluation"
+        )
+
+
+def _check_call_log(path: Path, run_id: str, turns: Any) -> None:
+    """A finished run's call log must be whole and its own (read once; the behaviour and cost
+    stages reuse the parsed log)."""
+    if not path.is_file():
+        raise MissingStageOutput(f"{path}: call log not found; every run writes one (rerun this run)")
+    log = read_call_log(path)
+    if log.torn:
+        raise MissingStageOutput(f"{path}: the last line is torn; the call log is truncated (rerun this run)")
+    owner = log.header.get("run_id")
+    if owner and owner != run_id:
+        raise MissingStageOutput(f"{path}: the call log of run {owner}, not of {run_id}")
+    if isinstance(turns, int) and len(log.calls) < turns:
+        raise MissingStageOutput(
+            f"{path}: {len(log.calls)} model calls logged but run.json records {turns}; "
+            "the call log is truncated (rerun this run)"
+        )
+
+
 def _identity(run: Run) -> dict[str, Any]:
     d = run.deletion
     return {
@@ -95,11 +146,21 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
     run_dir = Layout(study.results_dir).run_dir(run.run_id)
     meta = _read_json(run_dir / RUN_JSON, "run record")
     report = _read_json(run_dir / EVAL_JSON, "evaluation report")
+    if (meta.get("synthetic") or meta.get("model_backend") == "synthetic") and not study.section("study").get(
+        "synthetic"
+    ):
+        raise MissingStageOutput(
+            f"{run_dir / RUN_JSON}: a synthetic run (forgetting synth) in a study without study.synthetic: true; "
+            "synthetic runs are never analysed with real results"
+        )
     if meta.get("seed") is not None and int(meta["seed"]) != run.seed:
         raise MissingStageOutput(
             f"{run_dir / RUN_JSON}: seed {meta['seed']} differs from the plan's {run.seed}; rerun it with force_rerun"
         )
+    _check_run_record(run_dir / RUN_JSON, meta)
+    _check_eval_report(run_dir / EVAL_JSON, report)
     try:
+        _check_call_log(run_dir / CALLS, run.run_id, meta.get("turns"))
         behaviour = label_run(run_dir, **behaviour_options(study))
         cost = cost_run(run_dir, profiles, primary=primary, run_id=run.run_id)
     except UserError as exc:
@@ -173,13 +234,17 @@ def analyze_batch(
                 result = analyze_run(study, run, profiles=profiles, primary=primary)
             except MissingStageOutput as exc:
                 stage.line(f"[{i}/{len(batch.runs)}] {run.run_id}: not analysed: {exc}")
+                # a row without status, the reason in `error`: collection lists the run with it
+                reason = f"not analysed: {exc}"
+                summaries.append({**dict.fromkeys(RUNS_SCHEMA.names), **_identity(run), "error": reason})
                 continue
             summaries.append(result.summary)
             timings.append(result.timing)
             calls.append(result.calls)
             tool_calls.append(result.tool_calls)
             run_costs.append(result.run_costs)
-        stage.line(f"{batch.key}: {len(summaries)} of {len(batch.runs)} runs analysed")
+        analysed = sum(1 for row in summaries if row["status"] is not None)
+        stage.line(f"{batch.key}: {analysed} of {len(batch.runs)} runs analysed")
         tables = {
             "summary": _table(summaries, RUNS_SCHEMA),
             "calls": _concat(calls, CALLS_SCHEMA),
@@ -189,4 +254,5 @@ def analyze_batch(
         }
         for name, path in outputs.items():
             write_dataset(tables[name], path, OUTPUT_SCHEMAS[name])
-    return len(summaries)
+            checkpoint("analyze.output")
+    return analysed

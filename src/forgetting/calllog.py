@@ -58,7 +58,16 @@ def _dumps(obj: Any) -> str:
 class CallLogWriter:
     """Appends records to a run's call log; thread-safe; one writer per file."""
 
-    def __init__(self, path: str | os.PathLike[str], header: Mapping[str, Any], *, fsync: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        header: Mapping[str, Any],
+        *,
+        fsync: bool = False,
+        created: float | None = None,
+    ) -> None:
+        """``created`` (unix seconds) is the header's creation time; default now. A
+        generator of synthetic logs passes its own clock so that its output is reproducible."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
@@ -76,7 +85,8 @@ class CallLogWriter:
                 _truncate_torn_tail(self.path)
         self._fh: TextIO = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
         if not exists:
-            self._write({"type": "header", "format": FORMAT, "created": time.time(), **header})
+            stamp = time.time() if created is None else created
+            self._write({"type": "header", "format": FORMAT, "created": stamp, **header})
 
     def _write(self, record: Mapping[str, Any]) -> None:
         self._fh.write(_dumps(record) + "\n")
@@ -252,12 +262,41 @@ class CallLog:
         return len(chat_format.completion_token_ids(msg))
 
 
+def _loads(line: bytes) -> Any:
+    """One JSON record: orjson (fast on the long token-id lists), the standard parser for what
+    orjson refuses but JSON allows (integers beyond 64 bits, NaN)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+#: the last log read, by (path, size, mtime, allow_torn): the analysis of a run reads its log
+#: twice (behaviour and cost); a changed file has another key, so it is read again
+_LAST: list[tuple[tuple[Any, ...], CallLog]] = []
+
+
 def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = True) -> CallLog:
     """Load a call log. A torn *last* line (a proxy killed mid-write) is dropped and flagged
-    (``torn``), or an error if ``allow_torn`` is false; any other bad line is an error."""
+    (``torn``), or an error if ``allow_torn`` is false; any other bad line is an error.
+
+    Reading the same unchanged file again returns the same (read-only) :class:`CallLog`."""
     p = Path(path)
-    if not p.is_file():
+    try:
+        st = p.stat()
+    except OSError:
+        st = None
+    if st is None or not p.is_file():
         raise RunOutputError(f"{p}: call log not found")
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, allow_torn)
+    if _LAST and _LAST[0][0] == key:
+        return _LAST[0][1]
+    log = _read_call_log(p, allow_torn)
+    _LAST[:] = [(key, log)]
+    return log
+
+
+def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
     raw = p.read_bytes()
     lines = raw.split(b"\n")
     complete_end = raw.endswith(b"\n")
@@ -271,7 +310,7 @@ def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = True) -> C
     for n, line in enumerate(lines, start=1):
         last = n == len(lines)
         try:
-            rec = json.loads(line)
+            rec = _loads(line)
             if not isinstance(rec, dict):
                 raise ValueError("not an object")
         except ValueError:

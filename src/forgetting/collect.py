@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from forgetting.config import Study
 from forgetting.errors import RunOutputError, UserError
+from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.plan import Batch, Run, plan_batches, plan_runs
 from forgetting.schemas import DATASETS, RUNS_SCHEMA, read_dataset, write_dataset
@@ -139,6 +140,7 @@ def _collect_batch(
     ids = summary.column("run_id").to_pylist()
     statuses = summary.column("status").to_pylist()
     seeds = summary.column("seed").to_pylist()
+    errors = summary.column("error").to_pylist()
     rows_of: dict[str, list[int]] = {}
     for i, rid in enumerate(ids):
         if rid not in planned:
@@ -156,8 +158,8 @@ def _collect_batch(
             missing.append((run.run_id, f"no row in {summary_path}"))
         elif len(rows) > 1:
             missing.append((run.run_id, f"{len(rows)} rows in {summary_path}"))
-        elif statuses[rows[0]] is None:
-            missing.append((run.run_id, f"row without status in {summary_path}"))
+        elif statuses[rows[0]] is None:  # the analysis could not analyse it, and says why
+            missing.append((run.run_id, errors[rows[0]] or f"row without status in {summary_path}"))
         elif seeds[rows[0]] != run.seed:
             missing.append(
                 (
@@ -229,6 +231,7 @@ def collect(
             table = pa.concat_tables(parts[name]) if parts[name] else schema.empty_table()
             write_dataset(_sorted(table, name, order), paths[name], schema)
             report.outputs[name] = paths[name]
+            checkpoint("collect.dataset")
         out.line(
             f"collected {report.collected} of {report.planned} planned runs"
             + (f" ({len(report.missing)} marked missing)" if report.missing else "")

@@ -335,6 +335,16 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         except UserError as exc:
             raise ConfigError(f"{source}: analysis.label_rules: {exc}") from None
 
+    # the price sheets too: a bad price stops the study before any job, not at its analysis
+    from forgetting.cost.pricing import profiles_from_config  # late: pricing imports this module
+
+    try:
+        profiles_from_config(cfg.get("pricing") or {}, root)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except UserError as exc:
+        raise ConfigError(f"{source}: pricing: {exc}") from None
+
     repeats = cfg.get("repeats") or {}
     study_section = cfg["study"]
     return Study(

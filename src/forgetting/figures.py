@@ -25,6 +25,7 @@ from typing import Any
 
 from forgetting.atomic import atomic_path
 from forgetting.config import Study
+from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.stagelog import StageLog
 from forgetting.stats.labels import (
@@ -419,5 +420,6 @@ def write_figures(
             fig = BUILDERS[name](st)
             for p in paths:
                 save_figure(fig, p)
+            checkpoint("figures.figure")
             out.line(f"figure {name} → {', '.join(str(p) for p in paths)}")
     return wanted

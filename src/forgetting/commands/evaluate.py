@@ -69,7 +69,7 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
 def run(args: argparse.Namespace) -> int:
     from forgetting.config import load_study
     from forgetting.evaluation.backends import make_backend
-    from forgetting.evaluation.evaluate import evaluate_patch
+    from forgetting.evaluation.evaluate import evaluate_patch, read_patch_file
     from forgetting.evaluation.instances import load_instances
     from forgetting.evaluation.settings import EvalSettings
     from forgetting.layout import EVAL_JSON
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
     backend = make_backend(settings, study)
     instance = load_instances(study, [instance_id])[instance_id]
-    patch = patch_file.read_bytes().decode("utf-8", errors="replace") if patch_file.is_file() else ""
+    patch = read_patch_file(patch_file) if patch_file.is_file() else ""
     if patch.strip():
         backend.check({instance_id: instance})
     report = evaluate_patch(

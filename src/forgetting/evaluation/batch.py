@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections import Counter
@@ -11,12 +12,14 @@ from typing import Any
 
 from forgetting.atomic import write_json
 from forgetting.config import Study
+from forgetting.errors import RunOutputError
 from forgetting.evaluation.backends import make_backend
-from forgetting.evaluation.evaluate import evaluate_patch, read_patch
-from forgetting.evaluation.instances import load_instances
-from forgetting.evaluation.report import EvalReport, is_current, read_report
+from forgetting.evaluation.evaluate import evaluate_patch, read_patch, swebench_version
+from forgetting.evaluation.instances import load_available
+from forgetting.evaluation.report import EvalReport, is_current, read_report, write_report
 from forgetting.evaluation.settings import EvalSettings
-from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
+from forgetting.faults import checkpoint
+from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
 
 #: manifest status of a planned run that has no finished run.json (it is not evaluated)
@@ -41,6 +44,16 @@ class BatchLog:
 
 def _entry(report: EvalReport) -> dict[str, Any]:
     return {"status": report.status, "resolved": report.resolved}
+
+
+def _error_report(run: Run, run_dir: Path, backend: str, reason: str) -> EvalReport:
+    """An ``error`` report for a run that cannot be evaluated (its patch or its dataset row)."""
+    path = run_dir / PATCH
+    digest = hashlib.sha256(path.read_bytes() if path.is_file() else b"").hexdigest()
+    report = EvalReport(instance_id=run.task, backend=backend, status="error", resolved=False,
+                        patch_sha256=digest, error=reason, run_id=run.run_id, swebench=swebench_version())
+    write_report(run_dir / EVAL_JSON, report)
+    return report
 
 
 def evaluate_batch(
@@ -69,7 +82,12 @@ def evaluate_batch(
             entries[run.run_id] = {"status": NOT_RUN, "resolved": False}
             say(f"{run.run_id}: not evaluated, the run has no {RUN_JSON}")
             continue
-        patch = read_patch(run_dir)
+        try:
+            patch = read_patch(run_dir)
+        except RunOutputError as exc:  # this run only: its report says why, the batch goes on
+            entries[run.run_id] = _entry(_error_report(run, run_dir, settings.backend, str(exc)))
+            say(f"{run.run_id}: error ({exc})")
+            continue
         old = read_report(run_dir / EVAL_JSON)
         if old is not None and is_current(old, patch=patch, backend=settings.backend):
             entries[run.run_id] = _entry(old)
@@ -78,7 +96,11 @@ def evaluate_batch(
         todo.append((run, run_dir, patch))
     if todo:
         backend = make_backend(settings, study)
-        instances = load_instances(study, sorted({run.task for run, _, _ in todo}))
+        instances, lacking = load_available(study, sorted({run.task for run, _, _ in todo}))
+        for run, run_dir, _ in [item for item in todo if item[0].task in lacking]:
+            entries[run.run_id] = _entry(_error_report(run, run_dir, settings.backend, lacking[run.task]))
+            say(f"{run.run_id}: error ({lacking[run.task]})")
+        todo = [item for item in todo if item[0].task not in lacking]
         with_patch = {run.task for run, _, patch in todo if patch.strip()}
         if with_patch:
             backend.check({t: instances[t] for t in sorted(with_patch)})
@@ -96,6 +118,7 @@ def evaluate_batch(
             )
             extra = f" ({report.error or report.note})" if (report.error or report.note) else ""
             say(f"{run.run_id}: {report.status}{extra}")
+            checkpoint("evaluate.report")
             return run.run_id, report
 
         with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:

@@ -8,8 +8,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from forgetting.errors import RunOutputError
 from forgetting.evaluation.backends import Backend, Outcome
 from forgetting.evaluation.report import EvalReport, empty_tests, patch_digest, write_report
+from forgetting.faults import checkpoint
 from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH
 
 
@@ -21,9 +23,27 @@ def swebench_version() -> str | None:
 
 
 def read_patch(run_dir: Path) -> str:
-    """The run's submitted patch; a missing ``patch.diff`` is an empty patch."""
+    """The run's submitted patch; a missing ``patch.diff`` is an empty patch (see
+    :func:`read_patch_file`)."""
     path = run_dir / PATCH
-    return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
+    return read_patch_file(path) if path.is_file() else ""
+
+
+def read_patch_file(path: Path) -> str:
+    """A patch file's text. A patch is text: one with a NUL byte or bytes that are not UTF-8
+    is a one-line :class:`RunOutputError` naming the file (the evaluation of that run ends as
+    ``error``); binary file changes reach a patch as ``git diff --binary`` text, never as raw
+    bytes."""
+    data = path.read_bytes()
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise RunOutputError(f"{path}: binary content (a NUL byte at offset {nul}); a patch must be text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunOutputError(
+            f"{path}: binary content (not UTF-8 at offset {exc.start}); a patch must be text"
+        ) from None
 
 
 def _one_line(text: str) -> str:
@@ -52,6 +72,7 @@ def evaluate_patch(
         outcome = Outcome("empty_patch", None)
     else:
         work_dir.mkdir(parents=True)
+        checkpoint("evaluate.started")
         try:
             outcome = backend.evaluate(instance, patch, work_dir=work_dir, label=run_id or instance_id)
         except Exception as exc:  # a harness failure is a status, never a crash of the workflow

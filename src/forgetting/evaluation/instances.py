@@ -73,6 +73,33 @@ def load_instances(study: Study, ids: Iterable[str] | None = None) -> dict[str, 
     return {i: rows[i] for i in wanted}
 
 
+def load_available(study: Study, ids: Iterable[str]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """Like :func:`load_instances`, but an id the dataset lacks (or a demo task that cannot be
+    read) does not fail the call: it comes back in the second mapping with its one-line reason,
+    so the runs of the other tasks can still be evaluated. A missing or corrupt dataset file is
+    still an error for all."""
+    wanted = list(dict.fromkeys(ids))
+    path = instances_path(study)
+    rows: dict[str, dict[str, Any]] = {}
+    missing: dict[str, str] = {}
+    if study.raw["dataset"]["kind"] == "demo":
+        from forgetting.demo_tasks import load_instance
+
+        for i in wanted:
+            try:
+                rows[i] = load_instance(path, i)
+            except ResourceError as exc:
+                missing[i] = str(exc)
+        return rows, missing
+    found = read_jsonl_instances(path, set(wanted))
+    for i in wanted:
+        if i in found:
+            rows[i] = found[i]
+        else:
+            missing[i] = f"{path}: no instance {i!r}; is dataset.instances the SWE-bench Verified file?"
+    return rows, missing
+
+
 def fetch_instances(
     out: Path, *, name: str = DEFAULT_DATASET, split: str = DEFAULT_SPLIT
 ) -> tuple[int, list[str]]:

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from forgetting.config import Study
 from forgetting.errors import RunOutputError
+from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.schemas import DATASETS, read_dataset, write_dataset
 from forgetting.stagelog import StageLog
@@ -107,6 +108,7 @@ def write_stats(
         )
         for name, path in out_paths.items():
             write_dataset(result[name], path, STATS[name])
+            checkpoint("stats.output")
         out.line(
             f"stats: {result['effects'].num_rows} effect rows, "
             f"{result['comparisons'].num_rows} comparison rows "

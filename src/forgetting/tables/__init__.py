@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from forgetting.config import Study
+from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset
 from forgetting.stagelog import StageLog
@@ -74,6 +75,7 @@ def write_tables(
         for name, paths in by_table.items():
             table = BUILDERS[name](st)
             write_table(table, paths)
+            checkpoint("tables.table")
             out.line(f"table {name}: {len(table.rows)} rows → {', '.join(str(p) for p in paths)}")
     return wanted
 
