@@ -120,24 +120,6 @@ def _check_call_log(path: Path, run_id: str, turns: Any) -> None:
         )
 
 
-def _identity(run: Run) -> dict[str, Any]:
-    d = run.deletion
-    return {
-        "run_id": run.run_id,
-        "agent": run.agent,
-        "configuration": d.name,
-        "task": run.task,
-        "repeat": run.repeat,
-        "seed": run.seed,
-        "policy": d.policy,
-        "scope": d.scope,
-        "granularity": d.granularity,
-        "amount": d.amount,
-        "timing": d.timing,
-        "keep_last": d.keep_last,
-    }
-
-
 def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str) -> RunAnalysis:
     """The analysis of one finished and evaluated run (MissingStageOutput if it is not)."""
     from forgetting.behaviour import behaviour_options, label_run
@@ -169,7 +151,7 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
     patch = run_dir / PATCH
     status = meta.get("status")
     summary: dict[str, Any] = {name: None for name in RUNS_SCHEMA.names}
-    summary.update(_identity(run))
+    summary.update(run.identity())
     summary.update(
         model_backend=meta.get("model_backend"),
         status=status,
@@ -236,7 +218,7 @@ def analyze_batch(
                 stage.line(f"[{i}/{len(batch.runs)}] {run.run_id}: not analysed: {exc}")
                 # a row without status, the reason in `error`: collection lists the run with it
                 reason = f"not analysed: {exc}"
-                summaries.append({**dict.fromkeys(RUNS_SCHEMA.names), **_identity(run), "error": reason})
+                summaries.append({**dict.fromkeys(RUNS_SCHEMA.names), **run.identity(), "error": reason})
                 continue
             summaries.append(result.summary)
             timings.append(result.timing)

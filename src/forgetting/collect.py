@@ -102,21 +102,9 @@ def _read_batch(batch_dir: Path, name: str) -> tuple[pa.Table | None, str | None
 
 
 def _missing_row(run: Run, reason: str) -> dict[str, object]:
-    d = run.deletion
     row: dict[str, object] = {name: None for name in RUNS_SCHEMA.names}
     row.update(
-        run_id=run.run_id,
-        agent=run.agent,
-        configuration=d.name,
-        task=run.task,
-        repeat=run.repeat,
-        seed=run.seed,
-        policy=d.policy,
-        scope=d.scope,
-        granularity=d.granularity,
-        amount=d.amount,
-        timing=d.timing,
-        keep_last=d.keep_last,
+        run.identity(),
         status="missing",
         error=reason,
     )

@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from forgetting.config import Study
 from forgetting.grid import Deletion
@@ -41,6 +42,24 @@ class Run:
     @property
     def run_id(self) -> str:
         return run_id(self.agent, self.deletion.name, self.task, self.repeat)
+
+    def identity(self) -> dict[str, Any]:
+        """The run's identity columns (:data:`forgetting.schemas.RUN_IDENTITY`)."""
+        d = self.deletion
+        return {
+            "run_id": self.run_id,
+            "agent": self.agent,
+            "configuration": d.name,
+            "task": self.task,
+            "repeat": self.repeat,
+            "seed": self.seed,
+            "policy": d.policy,
+            "scope": d.scope,
+            "granularity": d.granularity,
+            "amount": d.amount,
+            "timing": d.timing,
+            "keep_last": d.keep_last,
+        }
 
 
 def run_id(agent: str, configuration: str, task: str, repeat: int) -> str:
@@ -146,22 +165,7 @@ def write_run_table(study: Study, path: str | Path) -> None:
 
     runs = plan_runs(study)
     batch_of = {r.run_id: b.key for b in plan_batches(study, runs) for r in b.runs}
-    cols: dict[str, list] = {name: [] for name in PLAN_SCHEMA.names}
-    for r in runs:
-        d = r.deletion
-        cols["run_id"].append(r.run_id)
-        cols["agent"].append(r.agent)
-        cols["configuration"].append(d.name)
-        cols["task"].append(r.task)
-        cols["repeat"].append(r.repeat)
-        cols["seed"].append(r.seed)
-        cols["policy"].append(d.policy)
-        cols["scope"].append(d.scope)
-        cols["granularity"].append(d.granularity)
-        cols["amount"].append(d.amount)
-        cols["timing"].append(d.timing)
-        cols["keep_last"].append(d.keep_last)
-        cols["batch"].append(batch_of[r.run_id])
-    table = pa.table(cols, schema=PLAN_SCHEMA)
+    rows = [{**r.identity(), "batch": batch_of[r.run_id]} for r in runs]
+    table = pa.Table.from_pylist(rows, schema=PLAN_SCHEMA)
     with atomic_path(path) as tmp:
         write_table(table, tmp)

@@ -17,39 +17,27 @@ import pyarrow.parquet as pq
 
 from forgetting.errors import RunOutputError
 
-PLAN_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("agent", pa.string()),
-        ("configuration", pa.string()),
-        ("task", pa.string()),
-        ("repeat", pa.int32()),
-        ("seed", pa.int64()),
-        ("policy", pa.string()),
-        ("scope", pa.string()),
-        ("granularity", pa.string()),
-        ("amount", pa.float64()),
-        ("timing", pa.string()),
-        ("keep_last", pa.int32()),
-        ("batch", pa.string()),
-    ]
-)
+#: the columns that identify a run and its deletion configuration (:meth:`forgetting.plan.Run.identity`)
+RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()),
+    ("agent", pa.string()),
+    ("configuration", pa.string()),
+    ("task", pa.string()),
+    ("repeat", pa.int32()),
+    ("seed", pa.int64()),
+    ("policy", pa.string()),
+    ("scope", pa.string()),
+    ("granularity", pa.string()),
+    ("amount", pa.float64()),
+    ("timing", pa.string()),
+    ("keep_last", pa.int32()),
+]
+
+PLAN_SCHEMA = pa.schema([*RUN_IDENTITY, ("batch", pa.string())])
 
 RUNS_SCHEMA = pa.schema(
     [
-        # identity (from the plan)
-        ("run_id", pa.string()),
-        ("agent", pa.string()),
-        ("configuration", pa.string()),
-        ("task", pa.string()),
-        ("repeat", pa.int32()),
-        ("seed", pa.int64()),
-        ("policy", pa.string()),
-        ("scope", pa.string()),
-        ("granularity", pa.string()),
-        ("amount", pa.float64()),
-        ("timing", pa.string()),
-        ("keep_last", pa.int32()),
+        *RUN_IDENTITY,
         ("model_backend", pa.string()),
         # outcome (SPEC §3)
         ("status", pa.string()),  # submitted | capped | context_exceeded | error | missing (collect)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.study_args import add_study_arguments, study_from_args
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,24 +20,15 @@ def add_parser(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", help="study config (e.g. config/config.yaml)")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a top-level key, as snakemake --config does (repeatable)",
-    )
+    add_study_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.collect import collect
-    from forgetting.commands.plan import parse_overrides
-    from forgetting.config import load_study
     from forgetting.layout import Layout
 
-    study = load_study(args.config, parse_overrides(args.set))
+    study = study_from_args(args)
     log = Layout(study.results_dir).results / "logs" / "collect.log"
     report = collect(study, log=log, echo=True)
     where = Layout(study.results_dir).datasets

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.study_args import add_study_arguments, study_from_args
+
 STEPS = ("stats", "tables", "figures")
 
 
@@ -23,7 +25,7 @@ def add_parser(sub: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", help="study config (e.g. config/config.yaml)")
+    add_study_arguments(p)
     p.add_argument(
         "--only",
         choices=STEPS,
@@ -39,21 +41,12 @@ def add_parser(sub: Any) -> None:
         help="print this table (Markdown) from the statistics on disk, e.g. policies_comparison "
         "(repeatable); with --print, no step runs unless --only names it",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a top-level key, e.g. --set statistics='{resamples: 2000}' (repeatable)",
-    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from forgetting.commands.plan import parse_overrides
-    from forgetting.config import load_study
     from forgetting.errors import UserError
     from forgetting.figures import write_figures
     from forgetting.layout import Layout
@@ -63,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.print_tables:
         if name not in TABLES:
             raise UserError(f"--print: {name!r} is not a table; choose from: {', '.join(TABLES)}")
-    study = load_study(args.config, parse_overrides(args.set))
+    study = study_from_args(args)
     logs = Layout(study.results_dir).results / "logs"
     steps = args.only or ([] if args.print_tables else list(STEPS))
     for step in STEPS:

@@ -13,32 +13,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.study_args import add_study_arguments, study_from_args
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "run", help="carry out one run (agent + proxy + model server)", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", help="study config (e.g. config/demo.yaml)")
+    add_study_arguments(p, example="config/demo.yaml")
     p.add_argument("--run-id", required=True, help="AGENT/CONFIGURATION/TASK/REPEAT, a run of the study's plan")
     p.add_argument("--force", action="store_true", help="redo the run even if it has finished")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a top-level key, as snakemake --config does (repeatable)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.commands.plan import parse_overrides
-    from forgetting.config import load_study
     from forgetting.errors import UserError
     from forgetting.layout import Layout
     from forgetting.plan import parse_run_id, plan_runs
     from forgetting.runner import run_one
 
-    overrides = parse_overrides(args.set)
-    if args.force:
-        overrides["force_rerun"] = True
-    study = load_study(args.config, overrides)
+    study = study_from_args(args, **({"force_rerun": True} if args.force else {}))
     try:
         parse_run_id(args.run_id)
     except ValueError as exc:

@@ -15,34 +15,29 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.study_args import add_study_arguments, study_from_args
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "run-batch", help="carry out the unfinished runs of one batch", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("config", help="study config (e.g. config/demo.yaml)")
+    add_study_arguments(p, example="config/demo.yaml")
     p.add_argument("--batch", required=True, help="AGENT/CONFIGURATION/BATCH, e.g. mini/baseline/b000-1a2b3c4d")
     p.add_argument("--manifest", help="where the batch manifest goes (default: results/…/batches/KEY/runs.json)")
     p.add_argument("--log", help="append progress lines to this file too")
     p.add_argument("--force", action="store_true", help="redo the batch's finished runs too")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a top-level key, as snakemake --config does (repeatable)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.commands.plan import parse_overrides
-    from forgetting.config import load_study
     from forgetting.errors import UserError
     from forgetting.layout import Layout
     from forgetting.plan import plan_batches
     from forgetting.runner import run_batch
 
-    overrides = parse_overrides(args.set)
-    if args.force:
-        overrides["force_rerun"] = True
-    study = load_study(args.config, overrides)
+    study = study_from_args(args, **({"force_rerun": True} if args.force else {}))
     key = args.batch.strip("/")
     batches = {b.key: b for b in plan_batches(study)}
     if key not in batches:

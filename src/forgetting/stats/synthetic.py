@@ -163,21 +163,9 @@ def synthetic_tables(
             tc["overlap"].append(float(0.8 + 0.2 * rng.random()) if is_ref else float(0.5 * rng.random()))
             tc["refetch_distance"].append(int(dist) if is_ref else None)
             tc["was_deleted"].append(bool(is_ref and rng.random() < e["amount"] * e["tool"]))
-        d = run.deletion
         status = "capped" if capped else "submitted"
         row = {
-            "run_id": run.run_id,
-            "agent": run.agent,
-            "configuration": d.name,
-            "task": run.task,
-            "repeat": run.repeat,
-            "seed": run.seed,
-            "policy": d.policy,
-            "scope": d.scope,
-            "granularity": d.granularity,
-            "amount": d.amount,
-            "timing": d.timing,
-            "keep_last": d.keep_last,
+            **run.identity(),
             "model_backend": "synthetic",
             "status": status,
             "exit_status": "LimitsExceeded" if capped else "Submitted",

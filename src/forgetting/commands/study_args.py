@@ -1,0 +1,39 @@
+"""The arguments every study command shares: the config (with overlays) and ``--set``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from forgetting.config import Study
+
+
+def add_study_arguments(p: argparse.ArgumentParser, *, example: str = "config/config.yaml") -> None:
+    p.add_argument(
+        "config", nargs="+",
+        help=f"study config (e.g. {example}), then optional overlays (e.g. config/policies.yaml)",
+    )
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a top-level key, as snakemake --config does (repeatable)")
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs, values parsed as YAML (so lists and numbers work)."""
+    import yaml
+
+    from forgetting.errors import ConfigError
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+        out[key] = yaml.safe_load(value)
+    return out
+
+
+def study_from_args(args: argparse.Namespace, **extra: Any) -> Study:
+    """The study the arguments name; ``extra`` overrides on top of ``--set``."""
+    from forgetting.config import load_study
+
+    return load_study(args.config, {**parse_overrides(args.set), **extra})
