@@ -23,9 +23,7 @@ from forgetting.errors import ConfigError, UserError
 from forgetting.grid import (
     AMOUNTS,
     BASELINE,
-    GRANULARITIES,
     PAPER_CONFIGURATIONS,
-    SCOPES,
     TIMINGS,
     Deletion,
     filter_configurations,
@@ -163,22 +161,16 @@ def parse_configuration_name(name: str, key: str, context: Any = None) -> Deleti
             "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, 'baseline', "
             "or a name of another policy (config/README.md)"
         )
-    timing, granularity, scope, amount_s = parts
+    from forgetting.deletion.names import parse_selection
+
+    timing, amount_s = parts[0], parts[3]
     if timing not in TIMINGS:
         raise ConfigError(
             f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)} "
             "(or keep{K} and the other policies' names in config/README.md)"
         )
-    if granularity not in GRANULARITIES:
-        raise ConfigError(
-            f"{key}: unknown granularity {granularity!r} in {name!r}; allowed values: {', '.join(GRANULARITIES)}"
-        )
-    if scope not in SCOPES:
-        raise ConfigError(f"{key}: unknown scope {scope!r} in {name!r}; allowed values: {', '.join(SCOPES)}")
-    try:
-        amount = float(amount_s)
-    except ValueError:
-        raise ConfigError(f"{key}: amount {amount_s!r} in {name!r} is not a number; allowed: (0, 100]") from None
+    selection = parse_selection(parts[1:], name, key)
+    granularity, scope, amount = str(selection["granularity"]), str(selection["scope"]), float(selection["amount"])
     if not 0 < amount <= 100:
         raise ConfigError(f"{key}: amount {amount_s} in {name!r} is outside (0, 100]")
     if granularity == "token" and amount == 100:
