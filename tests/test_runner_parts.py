@@ -331,6 +331,11 @@ def test_demo_workspaces_have_reproducible_paths(tmp_path):
     stale.mkdir(parents=True)  # a killed attempt's checkout
     ws = make_workspace(settings, "demo__timekit-1", rid)
     assert ws.path == workspace_dir(settings, rid) and (ws.path / ".git").is_dir() and not stale.exists()
+    # `ls -la` in a fresh checkout prints the same time stamps on any day
+    from forgetting.runner.workspace import DEMO_EPOCH
+
+    stamps = {p.stat().st_mtime for p in [ws.path, ws.path.parent, *ws.path.rglob("*")]}
+    assert stamps == {DEMO_EPOCH}
     ws.remove()
     assert not workspace_dir(settings, rid).parent.exists()
 

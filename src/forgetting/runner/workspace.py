@@ -13,6 +13,7 @@ SWE-bench tasks (cluster only): the task's instance image (``evaluation.image_di
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,20 @@ def problem_statement(settings: RunnerSettings, task: str) -> str:
     return str(rows[task]["problem_statement"])
 
 
+#: the time stamp of every file of a fresh demo checkout (2026-01-01T00:00:00Z)
+DEMO_EPOCH = 1767225600
+
+
+def freeze_times(repo: Path, timestamp: float) -> None:
+    """Give every file and directory of ``repo`` (and its parent) the same time stamp, so
+    that ``ls -l`` in a fresh checkout prints the same on any day and machine."""
+    for root, dirs, files in os.walk(repo):
+        for name in [*dirs, *files]:
+            os.utime(os.path.join(root, name), (timestamp, timestamp), follow_symlinks=False)
+    for path in (repo, repo.parent):
+        os.utime(path, (timestamp, timestamp))
+
+
 def workspace_dir(settings: RunnerSettings, run_id: str) -> Path:
     """The run's own, reproducible workspace directory for a demo task."""
     key = hashlib.sha256(run_id.encode()).hexdigest()[:16]
@@ -77,7 +92,9 @@ def make_workspace(settings: RunnerSettings, task: str, run_id: str) -> Workspac
         dest = workspace_dir(settings, run_id)
         shutil.rmtree(dest.parent, ignore_errors=True)  # left behind by a killed attempt
         try:
-            return Workspace(task, path=checkout(settings.instances, task, dest))
+            path = checkout(settings.instances, task, dest)
+            freeze_times(path, DEMO_EPOCH)
+            return Workspace(task, path=path)
         except (UserError, OSError) as exc:
             raise InfraFailure(f"workspace: could not check out {task}: {exc}") from None
     from forgetting.evaluation.apptainer import sif_path
