@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     wanted = args.run_id.strip("/")
     match = [r for r in plan_runs(study) if r.run_id == wanted]
     if not match:
-        raise UserError(f"--run-id {wanted!r} is not a run of {args.config} (see `forgetting plan {args.config}`)")
+        configs = " ".join(args.config)
+        raise UserError(f"--run-id {wanted!r} is not a run of {configs} (see `forgetting plan {configs}`)")
     document = run_one(study, match[0])
     entry = document["runs"][wanted]
     print(f"{wanted}: {entry['status']} ({entry['turns']} turns) -> {Layout(study.results_dir).run_dir(wanted)}")
