@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
     batches = {b.key: b for b in plan_batches(study)}
     if key not in batches:
         known = ", ".join(sorted(batches)[:3])
-        raise UserError(f"--batch {key!r} is not a batch of {' '.join(args.config)} (e.g. {known}; see `forgetting plan`)")
+        configs = " ".join(args.config)
+        raise UserError(f"--batch {key!r} is not a batch of {configs} (e.g. {known}; see `forgetting plan --batches`)")
     manifest = args.manifest or Layout(study.results_dir).batch_dir(key) / "runs.json"
     document = run_batch(study, batches[key], manifest=manifest, log=args.log)
     print(f"{key}: {document['summary']['statuses']} -> {manifest}")
