@@ -93,6 +93,16 @@ class StatsTables:
     def evaluations(self, keep: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[dict[str, Any]]:
         return [self.summary[k] for k in self.summary_order if k[1] != "baseline" and keep(self.summary[k])]
 
+    @property
+    def agents(self) -> list[str]:
+        """The agents, in the order of the summary."""
+        return list(dict.fromkeys(a for a, _ in self.summary_order))
+
+    def agent_rows(self, agent: str) -> list[dict[str, Any]]:
+        """The agent's baseline row (when there is one) followed by its evaluations."""
+        base = self.baseline(agent)
+        return ([base] if base else []) + self.evaluations(lambda r: r["agent"] == agent)
+
     def baseline(self, agent: str) -> dict[str, Any] | None:
         return self.summary.get((agent, "baseline"))
 
@@ -273,10 +283,8 @@ def table1(st: StatsTables) -> Table:
     )
     holm = Holm("table1", st.settings)
     marked = _Marked(t, holm)
-    for agent in dict.fromkeys(a for a, _ in st.summary_order):
-        base = st.baseline(agent)
-        rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
-        for r in rows:
+    for agent in st.agents:
+        for r in st.agent_rows(agent):
             data = {
                 **_id_data(r),
                 "tasks_solved": r["tasks_solved"],
@@ -419,10 +427,8 @@ def refetch(st: StatsTables) -> Table:
     )
     holm = Holm("refetch", st.settings)
     marked = _Marked(t, holm)
-    for agent in dict.fromkeys(a for a, _ in st.summary_order):
-        base = st.baseline(agent)
-        rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
-        for r in rows:
+    for agent in st.agents:
+        for r in st.agent_rows(agent):
             data = {
                 **_id_data(r),
                 "refetch_rate": r["refetch_rate"],
@@ -512,10 +518,10 @@ def cost_breakdown(st: StatsTables) -> Table:
             *[f"{c}_share" for _, c, _ in parts],
         ],
     )
-    for agent in dict.fromkeys(a for a, _ in st.summary_order):
+    for agent in st.agents:
         base = st.baseline(agent)
         base_total = sum(float(base[c] or 0) for _, c, _ in parts) if base else float("nan")
-        rows = ([base] if base else []) + st.evaluations(lambda r, a=agent: r["agent"] == a)
+        rows = st.agent_rows(agent)
         for r in rows:
             comps = {c: r.get(c) for _, c, _ in parts}
             total = float("nan") if any(fmt.is_missing(v) for v in comps.values()) else float(sum(comps.values()))
@@ -686,7 +692,7 @@ def policies_comparison(st: StatsTables) -> Table:
     holm = Holm("policies_comparison", st.settings)
     marked = _Marked(t, holm)
     n_policies = 0
-    for agent in dict.fromkeys(a for a, _ in st.summary_order):
+    for agent in st.agents:
         base = st.baseline(agent)
         paper = st.evaluations(
             lambda r, a=agent: r["agent"] == a
