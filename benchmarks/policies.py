@@ -14,19 +14,16 @@ tokens, both ways, and the ratio; and the paper's ``delayed-turn-tool_output-100
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT.parent / "src"), str(ROOT.parent / "tests"), str(ROOT)]
 
-from proxy import history_for, prefixes  # noqa: E402  (benchmarks/proxy.py)
+from proxy import history_for, prefixes, time_reducer  # noqa: E402  (benchmarks/proxy.py)
 
 from forgetting import chat_format  # noqa: E402
 from forgetting.config import parse_configuration_name  # noqa: E402
-from forgetting.deletion import Reducer, reduce_history  # noqa: E402
 from forgetting.deletion.policy import PolicyContext  # noqa: E402
 
 NAMES = [
@@ -51,18 +48,7 @@ def main() -> None:
     print(f"{len(histories)} calls, last prompt {sizes[-1]} tokens; timing calls with ≥ {big} tokens")
     context = PolicyContext(turn_cap=args.calls + 1)
     for name in NAMES:
-        d = parse_configuration_name(name, "bench", context)
-        reducer = Reducer(d, 7)
-        memo, pure = [], []
-        for h, size in zip(histories, sizes, strict=True):
-            t = time.perf_counter()
-            reducer.reduce(h)
-            if size >= big:
-                memo.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                reduce_history(h, d, 7)
-                pure.append(time.perf_counter() - t)
-        m, p = statistics.median(memo) * 1e3, statistics.median(pure) * 1e3
+        m, p, reducer = time_reducer(parse_configuration_name(name, "bench", context), histories, sizes, big)
         print(
             f"{name:<38} per run (the proxy's) {m:7.2f} ms/call   pure per call {p:8.2f} ms/call   "
             f"ratio {p / m:6.1f}x   rewritten turns {len({x.turn for x in reducer.reduce(msgs).records})}"

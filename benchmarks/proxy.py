@@ -32,7 +32,7 @@ from agent_histories import realistic  # noqa: E402
 
 from forgetting import chat_format  # noqa: E402
 from forgetting.deletion import Reducer, reduce_history  # noqa: E402
-from forgetting.grid import paper_configuration  # noqa: E402
+from forgetting.grid import Deletion, paper_configuration  # noqa: E402
 from forgetting.messages import segment  # noqa: E402
 from forgetting.proxy import ProxySettings, start_proxy  # noqa: E402
 
@@ -101,21 +101,28 @@ def measure(
     )
 
 
+def time_reducer(deletion: Deletion, histories: list[list[dict]], sizes: list[int], big: int) -> tuple[
+    float, float, Reducer
+]:
+    """Median ms per call over the calls with ≥ ``big`` prompt tokens: one memoized Reducer
+    through the run (as the proxy keeps it) and the pure function recomputed per call."""
+    reducer = Reducer(deletion, 7)
+    memo, pure = [], []
+    for h, size in zip(histories, sizes, strict=True):
+        t = time.perf_counter()
+        reducer.reduce(h)
+        if size >= big:
+            memo.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            reduce_history(h, deletion, 7)
+            pure.append(time.perf_counter() - t)
+    return statistics.median(memo) * 1e3, statistics.median(pure) * 1e3, reducer
+
+
 def engine_only(histories: list[list[dict]], sizes: list[int], big: int) -> None:
     """The engine per call: one memoized Reducer through the run vs the pure function per call."""
     for name in ("delayed-turn-tool_output-50", "delayed-token-both-50"):
-        deletion = paper_configuration(name)
-        reducer = Reducer(deletion, 7)
-        memo, pure = [], []
-        for h, size in zip(histories, sizes, strict=True):
-            t = time.perf_counter()
-            reducer.reduce(h)
-            if size >= big:
-                memo.append(time.perf_counter() - t)
-                t = time.perf_counter()
-                reduce_history(h, deletion, 7)
-                pure.append(time.perf_counter() - t)
-        m, p = statistics.median(memo) * 1e3, statistics.median(pure) * 1e3
+        m, p, _ = time_reducer(paper_configuration(name), histories, sizes, big)
         print(
             f"engine alone, {name:<28} memoized (the proxy's) {m:6.2f} ms/call, "
             f"pure function {p:7.2f} ms/call, ratio {p / m:4.0f}x"

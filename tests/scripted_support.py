@@ -24,6 +24,7 @@ from jinja2 import StrictUndefined, Template
 
 from forgetting import messages as msgs
 from forgetting import tokenizer
+from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.scripted import ScriptedModel, ScriptedSettings, TaskBook
 
 TASKS = Path(__file__).resolve().parent / "data" / "scripted_tasks"
@@ -31,18 +32,7 @@ TASK_ID = "demo__shopcart-1"
 CALM = ScriptedSettings(
     detour_rate=0.0, wrong_first_rate=0.0, skip_tests_rate=0.0, stubborn_rate=0.0, fragment_error_rate=0.0
 )
-BASH_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "bash",
-        "description": "Execute a bash command",
-        "parameters": {
-            "type": "object",
-            "properties": {"command": {"type": "string", "description": "The bash command to execute"}},
-            "required": ["command"],
-        },
-    },
-}
+BASH_TOOL = MINI_BASH_TOOL  # the tool mini-swe-agent 2.x sends with every request
 TOOL_PLACEHOLDER = "[tool output deleted]"
 REASONING_PLACEHOLDER = "[reasoning deleted]"
 
