@@ -235,10 +235,18 @@ def key_problem(table: pa.Table, key: tuple[str, ...]) -> str | None:
     import pyarrow.compute as pc
 
     dups = counts.filter(pc.greater(counts.column("count_all"), 1))
-    first = dups.sort_by([(c, "ascending") for c in key]).slice(0, 1).to_pylist()[0]
-    example = tuple(first[c] for c in key)
+    # the example: the first key of the file that repeats (the error path only)
+    rows = list(zip(*(table.column(c).to_pylist() for c in key), strict=True))
+    seen: set[tuple[object, ...]] = set()
+    example: tuple[object, ...] = ()
+    for values in rows:
+        if values in seen:
+            example = values
+            break
+        seen.add(values)
+    times = rows.count(example)
     return (
-        f"duplicate key ({', '.join(key)}): {_show(example)} is in {first['count_all']} rows "
+        f"duplicate key ({', '.join(key)}): {_show(example)} is in {times} rows "
         f"({dups.num_rows} key(s) duplicated, {table.num_rows - counts.num_rows} extra row(s))"
     )
 

@@ -1,7 +1,7 @@
 from forgetting.stats.run import write_stats
 from forgetting.workflow import study_of
 
-write_stats(  # noqa: F821
+write_stats(
     study_of(snakemake),  # noqa: F821
     dict(snakemake.input),  # noqa: F821
     dict(snakemake.output),  # noqa: F821

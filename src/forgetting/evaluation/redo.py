@@ -83,8 +83,12 @@ def redo_command(configs: Sequence[str], overrides: Sequence[str] = ()) -> str:
     """The command line that redoes the study's evaluation errors (its config files in order,
     then any ``--set KEY=VALUE`` the study was loaded with)."""
     args = ["forgetting", "evaluate", "--errored"]
+    here = Path.cwd()
     for config in configs:
-        args += ["--config", str(config)]
+        path = Path(config)
+        if path.is_absolute() and path.is_relative_to(here):
+            path = path.relative_to(here)  # as the user would type it from here
+        args += ["--config", str(path)]
     for item in overrides:
         args += ["--set", item]
     return shlex.join(args)

@@ -203,8 +203,14 @@ class Holm:
         return holm_note(self.settings, self.sizes(), self.unit, fmt.RAW_MARK, fmt.HOLM_MARK)
 
 
-def _notes(st: StatsTables, holm: Holm | None, extra: Sequence[str] = ()) -> list[str]:
-    """The notes every table carries, then the table's own (``extra``)."""
+def _notes(
+    st: StatsTables,
+    holm: Holm | None,
+    extra: Sequence[str] = (),
+    detail: Callable[[Mapping[str, Any]], str] | None = None,
+) -> list[str]:
+    """The notes every table carries, then the table's own (``extra``); ``detail`` adds to each
+    row named as computed on fewer tasks."""
     rows = [st.summary[k] for k in st.summary_order]
     notes = [bootstrap_note(st.settings, st.n_tasks)]
     if holm is not None:
@@ -218,7 +224,7 @@ def _notes(st: StatsTables, holm: Holm | None, extra: Sequence[str] = ()) -> lis
             "Configurations beyond the paper's grid show their policy in the Timing column "
             "(config/README.md, policies beyond the paper)."
         )
-    fewer = fewer_tasks_note(rows, st.n_tasks, st.settings.on_error)
+    fewer = fewer_tasks_note(rows, st.n_tasks, st.settings.on_error, detail)
     if fewer:
         notes.append(fewer)
     if st.provenance:
@@ -370,8 +376,19 @@ def table1(st: StatsTables) -> Table:
             "Eval errors: the row's runs whose evaluation gave no verdict (timeout or harness error); "
             f"evaluation.on_error: {st.settings.on_error} ({on_error}).",
         ],
+        detail=lambda r: _baseline_solved_on_its_tasks(st, r),
     )
     return t
+
+
+def _baseline_solved_on_its_tasks(st: StatsTables, row: Mapping[str, Any]) -> str:
+    """For an evaluation on fewer tasks: what the baseline solves on those same tasks."""
+    if row["configuration"] == "baseline":
+        return ""
+    e = st.effects.get((row["agent"], row["configuration"], "tasks_solved"))
+    if e is None or fmt.is_missing(e.get("reference")):
+        return ""
+    return f"the baseline solves {fmt.count(e['reference'])} of them"
 
 
 def _ratio_cell(e: Mapping[str, Any] | None) -> str:

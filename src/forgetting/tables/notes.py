@@ -11,7 +11,7 @@ profile's cache rules all come from :class:`~forgetting.stats.settings.StatsSett
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,7 +137,9 @@ def holm_note(
     elif sizes:
         counts = sorted(set(sizes.values()))
         each = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-        family = f"each {unit} as its own family ({len(sizes)} families of {each} tests; {alpha})"
+        tests = "test" if counts == [1] else "tests"
+        families = "family" if len(sizes) == 1 else "families"
+        family = f"each {unit} as its own family ({len(sizes)} {families} of {each} {tests}; {alpha})"
     else:
         family = f"each {unit} as its own family ({alpha})"
     return f"{marks}{holm_mark} also significant after Holm–Bonferroni over {family}."
@@ -163,13 +165,23 @@ def eval_errors_note(settings: StatsSettings, rows: Sequence[Mapping[str, Any]])
     return f"{head} Counted as not solved (evaluation.on_error: unresolved)."
 
 
-def fewer_tasks_note(rows: Sequence[Mapping[str, Any]], n_tasks: int, on_error: str) -> str | None:
-    """The rows computed on fewer tasks than the study has, each with its count."""
+def fewer_tasks_note(
+    rows: Sequence[Mapping[str, Any]],
+    n_tasks: int,
+    on_error: str,
+    detail: Callable[[Mapping[str, Any]], str] | None = None,
+) -> str | None:
+    """The rows computed on fewer tasks than the study has, each with its count (and ``detail``)."""
     short = [r for r in rows if int(r["n_tasks"]) < n_tasks]
     if not short:
         return None
     why = "runs missing or evaluation errors excluded" if on_error == "exclude" else "runs missing"
-    listing = ", ".join(f"{r['agent']}/{r['configuration']} ({int(r['n_tasks'])} tasks)" for r in short)
+
+    def one(r: Mapping[str, Any]) -> str:
+        extra = detail(r) if detail else ""
+        return f"{r['agent']}/{r['configuration']} ({int(r['n_tasks'])} tasks{'; ' + extra if extra else ''})"
+
+    listing = ", ".join(one(r) for r in short)
     return (
         f"Computed on fewer than the study's {n_tasks} tasks ({why}; every column of a row on the same "
         f"tasks, an evaluation on those it and its baseline both have): {listing}."
