@@ -99,7 +99,8 @@ def test_mark_mode_keeps_missing_runs_as_rows_and_statistics_still_run(tmp_path)
     assert gone and all(e["n_tasks"] == 0 for e in gone)
     write_tables(study)
     note = (Layout(study.results_dir).tables / "table1.md").read_text()
-    assert "Runs missing, compared on fewer tasks: trae/immediate-token-both-75 (0 tasks)" in note
+    assert "Computed on fewer than the study's 4 tasks (runs missing;" in note
+    assert "trae/immediate-token-both-75 (0 tasks)" in note
 
 
 def test_cli_collect_reports_missing_runs_in_one_line(study, run_cli):

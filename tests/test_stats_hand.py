@@ -52,7 +52,9 @@ DISTANCES = {
 }
 
 
-def runs_table(runs=RUNS, missing=()) -> pa.Table:
+def runs_table(runs=RUNS, missing=(), eval_errors=()) -> pa.Table:
+    """The runs dataset of RUNS; run ids in ``missing`` are missing rows, those in
+    ``eval_errors`` evaluated with status ``error`` (so not resolved)."""
     rows = []
     for (conf, task, rep), (resolved, turns, reads, refetches, capped, looping) in runs.items():
         d = paper_configuration(conf)
@@ -77,8 +79,10 @@ def runs_table(runs=RUNS, missing=()) -> pa.Table:
         if rid not in missing:
             deleted = OUTPUTS[task] if conf == DELAYED else (0, 0, reads, 0)
             cache_factor = 10 if conf != "baseline" else 20  # deletion re-bills: caching-aware cost rises
+            errored = rid in eval_errors
             row.update(
-                resolved=resolved,
+                resolved=resolved and not errored,
+                eval_status="error" if errored else ("resolved" if resolved else "unresolved"),
                 turns=turns,
                 n_reads=reads,
                 n_refetches=refetches,
@@ -254,4 +258,4 @@ def test_a_study_without_baseline_runs_is_a_one_line_error():
 
     only_conf = {k: v for k, v in RUNS.items() if k[0] != "baseline"}
     with pytest.raises(RunOutputError, match="no baseline runs"):
-        effects_of(SETTINGS, runs_table(only_conf))
+        compute_statistics(runs_table(only_conf), None, None, SETTINGS)

@@ -7,7 +7,8 @@ them against the run plan and writes ``results/…/datasets/{runs,calls,tool_cal
 timings}.parquet`` with the declared schemas, sorted in plan order, each file atomically.
 
 Every planned run must be accounted for. A run is *missing* when its batch file is absent,
-unreadable or off-schema, when the summary has no row (or two rows) for it, when its row has
+unreadable, off-schema, breaks its declared key (two rows for one run, one call, …) or holds
+a run that is not in the batch's plan, when the summary has no row for it, when its row has
 no status, or when its seed differs from the plan's (output of another study seed). Each
 missing run is logged by name, one line per run, and then, by ``statistics.missing_runs``:
 
@@ -19,6 +20,10 @@ missing run is logged by name, one line per run, and then, by ``statistics.missi
 
 A missing or unreadable ``timings.parquet`` is logged and leaves those runs without timing
 rows: wall-clock data is never needed by the statistics.
+
+Evaluation errors (a run whose ``eval_status`` is ``timeout`` or ``error``) are collected like
+any outcome, and each is logged by name; ``evaluation.on_error`` decides in the statistics what
+they count as (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -66,6 +71,8 @@ class CollectReport:
     planned: int
     missing: list[tuple[str, str]] = field(default_factory=list)
     outputs: dict[str, Path] = field(default_factory=dict)
+    #: runs whose evaluation errored (eval_status timeout or error), in batch order
+    eval_errors: list[str] = field(default_factory=list)
 
     @property
     def collected(self) -> int:
@@ -125,34 +132,38 @@ def _collect_batch(
     summary = tables["runs"]
     assert summary is not None
     planned = {r.run_id: r for r in batch.runs}
+    for name, table in tables.items():
+        if table is None:
+            continue
+        foreign = _foreign_run(table, planned)
+        if foreign is not None:
+            where = batch_dir / BATCH_FILES[name]
+            if name not in REQUIRED:
+                log.line(f"warning: {where}: run {foreign} is not in this batch's plan; batch {batch.key} "
+                         "has no timing rows")
+                tables[name] = None
+                continue
+            reason = f"{where}: run {foreign} is not in this batch's plan (a stale analysis? rerun it)"
+            return {}, [(r.run_id, reason) for r in batch.runs]
     ids = summary.column("run_id").to_pylist()
     statuses = summary.column("status").to_pylist()
     seeds = summary.column("seed").to_pylist()
     errors = summary.column("error").to_pylist()
-    rows_of: dict[str, list[int]] = {}
-    for i, rid in enumerate(ids):
-        if rid not in planned:
-            log.line(
-                f"warning: {batch_dir / BATCH_FILES['runs']}: run {rid} is not in this batch's plan; ignored"
-            )
-            continue
-        rows_of.setdefault(rid, []).append(i)
+    row_of = {rid: i for i, rid in enumerate(ids)}  # one row per run: read_dataset checked the key
     good: list[str] = []
     missing: list[tuple[str, str]] = []
     summary_path = batch_dir / BATCH_FILES["runs"]
     for run in batch.runs:
-        rows = rows_of.get(run.run_id, [])
-        if not rows:
+        row = row_of.get(run.run_id)
+        if row is None:
             missing.append((run.run_id, f"no row in {summary_path}"))
-        elif len(rows) > 1:
-            missing.append((run.run_id, f"{len(rows)} rows in {summary_path}"))
-        elif statuses[rows[0]] is None:  # the analysis could not analyse it, and says why
-            missing.append((run.run_id, errors[rows[0]] or f"row without status in {summary_path}"))
-        elif seeds[rows[0]] != run.seed:
+        elif statuses[row] is None:  # the analysis could not analyse it, and says why
+            missing.append((run.run_id, errors[row] or f"row without status in {summary_path}"))
+        elif seeds[row] != run.seed:
             missing.append(
                 (
                     run.run_id,
-                    f"seed {seeds[rows[0]]} in {summary_path} differs from the plan's {run.seed} "
+                    f"seed {seeds[row]} in {summary_path} differs from the plan's {run.seed} "
                     "(output of another study seed?)",
                 )
             )
@@ -167,6 +178,24 @@ def _collect_batch(
 
         out[name] = table.filter(pc.is_in(table.column("run_id"), value_set=keep))
     return out, missing
+
+
+def _eval_errors(table: pa.Table) -> list[tuple[str, str]]:
+    from forgetting.evaluation.report import is_eval_error
+
+    pairs = zip(table.column("run_id").to_pylist(), table.column("eval_status").to_pylist(), strict=True)
+    return [(rid, status) for rid, status in pairs if is_eval_error(status)]
+
+
+def _foreign_run(table: pa.Table, planned: Mapping[str, Run]) -> str | None:
+    """The first run id of ``table`` that is not a run of the batch, or None."""
+    import pyarrow.compute as pc
+
+    ids = table.column("run_id")
+    outside = pc.invert(pc.is_in(ids, value_set=pa.array(sorted(planned), pa.string())))
+    if not pc.any(outside).as_py():
+        return None
+    return str(ids.filter(outside)[0].as_py())
 
 
 def _sorted(table: pa.Table, name: str, order: Mapping[str, int]) -> pa.Table:
@@ -202,6 +231,10 @@ def collect(
             report.missing.extend(missing)
         for rid, reason in report.missing:
             out.line(f"missing run {rid}: {reason}")
+        for table in parts["runs"]:
+            for rid, status in _eval_errors(table):
+                report.eval_errors.append(rid)
+                out.line(f"evaluation error {rid}: eval_status {status} (evaluation.on_error decides)")
         if report.missing and settings.missing_runs == "fail":
             first = ", ".join(rid for rid, _ in report.missing[:3])
             more = f" and {len(report.missing) - 3} more" if len(report.missing) > 3 else ""
@@ -223,6 +256,7 @@ def collect(
         out.line(
             f"collected {report.collected} of {report.planned} planned runs"
             + (f" ({len(report.missing)} marked missing)" if report.missing else "")
+            + (f" ({len(report.eval_errors)} evaluation errors)" if report.eval_errors else "")
             + f" into {', '.join(str(p) for p in report.outputs.values())}",
             echo=False,
         )

@@ -5,6 +5,12 @@ Datasets (SPEC §7): one row per run (:data:`RUNS_SCHEMA`), per model call
 per-run cost under each pricing profile (:data:`RUN_COSTS_SCHEMA`). Wall-clock data (start
 times, latencies) lives only in :data:`TIMINGS_SCHEMA`, so the other datasets are
 byte-identical between two runs of the same config and seed.
+
+Every schema declares its **key** (:func:`keyed`, :func:`key_of`): the columns that name one
+row — ``run_id`` for a run, ``run_id`` + ``call`` for a model call, … . The key travels in the
+file's schema metadata, and :func:`read_dataset` and :func:`write_dataset` refuse a table in
+which two rows share a key, or a key column is null, with one line naming the file, the key
+and an example.
 """
 
 from __future__ import annotations
@@ -16,6 +22,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from forgetting.errors import RunOutputError
+
+#: the schema metadata field that holds a dataset's key columns (comma-separated)
+KEY_FIELD = b"forgetting.key"
+
+
+def keyed(schema: pa.Schema, *columns: str) -> pa.Schema:
+    """``schema`` declaring ``columns`` as its key (each row has its own combination)."""
+    unknown = [c for c in columns if c not in schema.names]
+    if unknown or not columns:
+        raise ValueError(f"key columns {unknown or columns} are not columns of the schema")
+    return schema.with_metadata({**(schema.metadata or {}), KEY_FIELD: ",".join(columns).encode()})
+
+
+def key_of(schema: pa.Schema) -> tuple[str, ...]:
+    """The key columns a schema declares (empty when it declares none)."""
+    raw = (schema.metadata or {}).get(KEY_FIELD)
+    return tuple(raw.decode().split(",")) if raw else ()
 
 #: the columns that identify a run and its deletion configuration (:meth:`forgetting.plan.Run.identity`)
 RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
@@ -33,9 +56,9 @@ RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
     ("keep_last", pa.int32()),
 ]
 
-PLAN_SCHEMA = pa.schema([*RUN_IDENTITY, ("batch", pa.string())])
+PLAN_SCHEMA = keyed(pa.schema([*RUN_IDENTITY, ("batch", pa.string())]), "run_id")
 
-RUNS_SCHEMA = pa.schema(
+RUNS_SCHEMA = keyed(pa.schema(
     [
         *RUN_IDENTITY,
         ("model_backend", pa.string()),
@@ -74,9 +97,9 @@ RUNS_SCHEMA = pa.schema(
         ("cost_cache", pa.float64()),
         ("reported_cached_tokens", pa.int64()),
     ]
-)
+), "run_id")
 
-CALLS_SCHEMA = pa.schema(
+CALLS_SCHEMA = keyed(pa.schema(
     [
         ("run_id", pa.string()),
         ("call", pa.int32()),  # 1-based model call index
@@ -98,9 +121,9 @@ CALLS_SCHEMA = pa.schema(
         ("cost_flat", pa.float64()),
         ("cost_cache", pa.float64()),
     ]
-)
+), "run_id", "call")
 
-TOOL_CALLS_SCHEMA = pa.schema(
+TOOL_CALLS_SCHEMA = keyed(pa.schema(
     [
         ("run_id", pa.string()),
         ("turn", pa.int32()),  # the model call that issued it (1-based)
@@ -115,9 +138,9 @@ TOOL_CALLS_SCHEMA = pa.schema(
         ("refetch_distance", pa.int32()),
         ("was_deleted", pa.bool_()),
     ]
-)
+), "run_id", "turn", "index")
 
-RUN_COSTS_SCHEMA = pa.schema(
+RUN_COSTS_SCHEMA = keyed(pa.schema(
     [
         ("run_id", pa.string()),
         ("profile", pa.string()),
@@ -141,9 +164,9 @@ RUN_COSTS_SCHEMA = pa.schema(
         ("reconstructed_cached_tokens", pa.int64()),  # this profile's hits on those calls
         ("cache_agreement", pa.float64()),  # reported / reconstructed
     ]
-)
+), "run_id", "profile")
 
-TIMINGS_SCHEMA = pa.schema(
+TIMINGS_SCHEMA = keyed(pa.schema(
     [
         ("run_id", pa.string()),
         ("started", pa.float64()),  # unix seconds
@@ -151,7 +174,7 @@ TIMINGS_SCHEMA = pa.schema(
         ("model_s", pa.float64()),
         ("calls", pa.int32()),
     ]
-)
+), "run_id")
 
 DATASETS: dict[str, pa.Schema] = {
     "runs": RUNS_SCHEMA,
@@ -174,13 +197,58 @@ def write_table(table: pa.Table, path: str | os.PathLike[str]) -> None:
     )
 
 
-def write_dataset(table: pa.Table, path: str | os.PathLike[str], schema: pa.Schema) -> None:
-    """Cast to the declared schema (failing loudly on a mismatch) and write atomically."""
+def write_dataset(
+    table: pa.Table,
+    path: str | os.PathLike[str],
+    schema: pa.Schema,
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Cast to the declared schema (failing loudly on a mismatch), check its key and write
+    atomically; ``metadata`` adds key–value pairs to the file's schema metadata."""
     from forgetting.atomic import atomic_path
 
     table = conform(table, schema, str(path))
+    if metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
+    problem = key_problem(table, key_of(schema))
+    if problem:
+        raise RunOutputError(f"{path}: {problem}; nothing written")
     with atomic_path(path) as tmp:
         write_table(table, tmp)
+
+
+def _show(values: tuple[object, ...]) -> str:
+    return repr(values[0]) if len(values) == 1 else "(" + ", ".join(repr(v) for v in values) + ")"
+
+
+def key_problem(table: pa.Table, key: tuple[str, ...]) -> str | None:
+    """Why ``table`` breaks its ``key`` (a null key column, two rows with one key), or None."""
+    if not key or table.num_rows == 0:
+        return None
+    for column in key:
+        nulls = table.column(column).null_count
+        if nulls:
+            return f"key column {column!r} is null in {nulls} row(s)"
+    counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
+    if counts.num_rows == table.num_rows:
+        return None
+    import pyarrow.compute as pc
+
+    dups = counts.filter(pc.greater(counts.column("count_all"), 1))
+    # the example: the first key of the file that repeats (the error path only)
+    rows = list(zip(*(table.column(c).to_pylist() for c in key), strict=True))
+    seen: set[tuple[object, ...]] = set()
+    example: tuple[object, ...] = ()
+    for values in rows:
+        if values in seen:
+            example = values
+            break
+        seen.add(values)
+    times = rows.count(example)
+    return (
+        f"duplicate key ({', '.join(key)}): {_show(example)} is in {times} rows "
+        f"({dups.num_rows} key(s) duplicated, {table.num_rows - counts.num_rows} extra row(s))"
+    )
 
 
 def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
@@ -189,6 +257,15 @@ def conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:
     if missing:
         raise ValueError(f"{what}: columns missing from the declared schema: {', '.join(missing)}")
     return table.select(schema.names).cast(schema)
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The key–value schema metadata of a Parquet file (empty when unreadable)."""
+    try:
+        raw = pq.read_schema(str(path)).metadata or {}
+    except (pa.ArrowException, OSError):
+        return {}
+    return {k.decode(): v.decode() for k, v in raw.items()}
 
 
 def read_dataset(path: str | os.PathLike[str], schema: pa.Schema | None = None) -> pa.Table:
@@ -205,4 +282,7 @@ def read_dataset(path: str | os.PathLike[str], schema: pa.Schema | None = None) 
             table = conform(table, schema, str(p))
         except (ValueError, pa.ArrowException) as exc:
             raise RunOutputError(f"{p}: does not match its declared schema ({exc})") from None
+        problem = key_problem(table, key_of(schema))
+        if problem:
+            raise RunOutputError(f"{p}: {problem}; regenerate it (delete it and rerun its stage)")
     return table

@@ -20,6 +20,18 @@ def final_targets():
     return [f"{RESULTS}/plan/runs.parquet", *ANALYSIS_TARGETS]
 
 
+def stats_settings(stage):
+    """The statistics settings a stage computes with, as one string (a Snakemake param: a
+    changed setting reruns the stage)."""
+    import json
+
+    from forgetting.stats.settings import settings_of
+
+    settings = settings_of(PLAN.study)
+    values = settings.computed_with() if stage == "stats" else settings.tables_with()
+    return json.dumps(values, sort_keys=True)
+
+
 def analyze_input(wildcards):
     # regenerate mode works from the run directories already on disk: no run or evaluation job
     if PLAN.regenerate:

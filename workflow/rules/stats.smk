@@ -24,6 +24,11 @@ rule stats:
         run_costs=f"{RESULTS}/datasets/run_costs.parquet",
     output:
         **STATS_FILES,
+    params:
+        # a changed statistics setting (or evaluation.on_error) reruns this job and what follows
+        settings=stats_settings("stats"),
+        # named in the command that redoes errored evaluations (evaluation.on_error: fail)
+        configfiles=[str(p) for p in workflow.configfiles],
     log:
         f"{RESULTS}/logs/stats.log",
     conda:
@@ -47,6 +52,8 @@ rule tables:
             for t in TABLES
             for fmt in TABLE_FORMATS
         },
+    params:
+        settings=stats_settings("tables"),
     log:
         f"{RESULTS}/logs/tables.log",
     conda:

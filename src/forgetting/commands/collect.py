@@ -2,7 +2,9 @@
 
 Names every planned run without readable output, one line per run, on stderr and in
 ``results/…/logs/collect.log``; ``statistics.missing_runs`` decides whether that fails
-(the default) or keeps them as ``missing`` rows.
+(the default) or keeps them as ``missing`` rows. Runs whose evaluation errored (``timeout``,
+``error``) are collected with their ``eval_status`` and named the same way;
+``evaluation.on_error`` decides what the statistics make of them.
 """
 
 from __future__ import annotations
@@ -33,5 +35,6 @@ def run(args: argparse.Namespace) -> int:
     report = collect(study, log=log, echo=True)
     where = Layout(study.results_dir).datasets
     missing = f"; {len(report.missing)} marked missing" if report.missing else ""
-    print(f"{report.collected} of {report.planned} planned runs collected into {where}{missing}")
+    errored = f"; {len(report.eval_errors)} evaluation errors (evaluation.on_error)" if report.eval_errors else ""
+    print(f"{report.collected} of {report.planned} planned runs collected into {where}{missing}{errored}")
     return 0

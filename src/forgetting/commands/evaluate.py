@@ -1,10 +1,15 @@
-"""``forgetting evaluate``: evaluate one run directory, or a patch file on an instance.
+"""``forgetting evaluate``: evaluate one run directory, a patch file on an instance, or
+every run whose evaluation errored.
 
     forgetting evaluate results/runs/mini/baseline/django__django-11099/1 --config config/config.yaml
     forgetting evaluate --patch fix.diff --instance demo__textkit-3 --config config/demo.yaml
+    forgetting evaluate --errored --config config/demo.yaml
 
 Writes ``eval.json`` (and the ``eval/`` directory with the test log) into the run directory,
 or for a patch file into ``--out`` (default: the patch file's directory), and prints the status.
+``--errored`` evaluates again each run of the study whose ``eval.json`` is an evaluation error
+(``timeout`` or ``error``), leaves every other run as it is and rewrites the evaluation manifest
+of each batch it touched, so the next workflow run analyses those batches again.
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ def add_parser(sub: Any) -> None:
         "run_dir", nargs="?", help="a run directory (results/runs/AGENT/CONFIGURATION/TASK/REPEAT)"
     )
     p.add_argument(
-        "--config", default="config/config.yaml", help="study config (default: config/config.yaml)"
+        "--config",
+        action="append",
+        metavar="CONFIG",
+        help="study config (default: config/config.yaml); repeat it for overlays (config/policies.yaml)",
+    )
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a top-level key, as snakemake --config does (repeatable)")
+    p.add_argument(
+        "--errored",
+        action="store_true",
+        help="evaluate again every run whose evaluation errored (timeout or error), nothing else",
     )
     p.add_argument("--patch", help="evaluate this patch file instead of a run directory")
     p.add_argument("--instance", help="the instance id the patch is for (with --patch)")
@@ -41,6 +56,8 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     from forgetting.layout import PATCH, RUN_JSON
     from forgetting.plan import parse_run_id
 
+    if args.errored:
+        raise UserError("evaluate: --errored takes no run directory, --patch or --instance")
     if args.patch or args.instance:
         if args.run_dir:
             raise UserError("evaluate: give a run directory or --patch/--instance, not both")
@@ -66,7 +83,24 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     return run_id, task, run_dir / PATCH, run_dir
 
 
+def _redo_errored(study: Any, settings: Any) -> int:
+    from forgetting.evaluation.redo import redo_errored
+
+    report = redo_errored(study, settings=settings, say=print)
+    if not report.statuses:
+        print("no evaluation errored: nothing to redo")
+        return 0
+    still = report.still_errored
+    print(
+        f"{len(report.statuses)} evaluation(s) redone in {len(report.batches)} batch(es)"
+        + (f"; {len(still)} errored again: {', '.join(still)}" if still else "")
+        + "; rerun the workflow to analyse them"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from forgetting.commands.study_args import parse_overrides
     from forgetting.config import load_study
     from forgetting.evaluation.backends import make_backend
     from forgetting.evaluation.evaluate import evaluate_patch, read_patch_file
@@ -74,8 +108,12 @@ def run(args: argparse.Namespace) -> int:
     from forgetting.evaluation.settings import EvalSettings
     from forgetting.layout import EVAL_JSON
 
+    configs = args.config or ["config/config.yaml"]
+    if args.errored and not (args.run_dir or args.patch or args.instance):
+        study = load_study(configs, parse_overrides(args.set))
+        return _redo_errored(study, EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout))
     label, instance_id, patch_file, out = _target(args)
-    study = load_study(args.config)
+    study = load_study(configs, parse_overrides(args.set))
     settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
     backend = make_backend(settings, study)
     instance = load_instances(study, [instance_id])[instance_id]

@@ -2,7 +2,9 @@
 
 Reads only ``results/…/datasets/{runs,tool_calls,run_costs}.parquet`` (no run directory, no
 agent, model or evaluation), then writes ``stats/``, ``tables/`` and ``figures/``.
-``--print TABLE`` prints a table as Markdown from the statistics already on disk (the demo
+A run whose evaluation errored stops the statistics by default (``evaluation.on_error: fail``),
+naming the runs and the command that redoes just their evaluation. ``--print TABLE`` prints a
+table as Markdown from the statistics already on disk (the demo
 ends with ``--print policies_comparison``). The HTML
 report of the same files: ``snakemake analysis --allowed-rules stats tables figures analysis
 --report results/report.html``.
@@ -64,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         started = time.perf_counter()
         if step == "stats":
-            paths = list(write_stats(study, log=logs / "stats.log").values())
+            paths = list(
+                write_stats(study, log=logs / "stats.log", configs=args.config, overrides=args.set).values()
+            )
         elif step == "tables":
             paths = write_tables(study, log=logs / "tables.log")
         else:

@@ -6,6 +6,7 @@ import hashlib
 import os
 import threading
 from collections import Counter
+from collections.abc import Collection
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from forgetting.plan import Batch, Run
 
 #: manifest status of a planned run that has no finished run.json (it is not evaluated)
 NOT_RUN = "not_run"
+#: manifest status of a finished run left without a readable eval.json by an ``only`` evaluation
+NOT_EVALUATED = "not_evaluated"
 
 
 class BatchLog:
@@ -46,6 +49,14 @@ def _entry(report: EvalReport) -> dict[str, Any]:
     return {"status": report.status, "resolved": report.resolved}
 
 
+def _standing_entry(run_dir: Path) -> dict[str, Any]:
+    """The manifest entry of a run left as it is: its report, else why it has none."""
+    if not (run_dir / RUN_JSON).is_file():
+        return {"status": NOT_RUN, "resolved": False}
+    report = read_report(run_dir / EVAL_JSON)
+    return _entry(report) if report is not None else {"status": NOT_EVALUATED, "resolved": False}
+
+
 def _error_report(run: Run, run_dir: Path, backend: str, reason: str) -> EvalReport:
     """An ``error`` report for a run that cannot be evaluated (its patch or its dataset row)."""
     path = run_dir / PATCH
@@ -63,13 +74,18 @@ def evaluate_batch(
     manifest: str | os.PathLike[str],
     log: str | os.PathLike[str] | None = None,
     settings: EvalSettings | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate the runs of ``batch`` and write the batch manifest (atomically).
 
     A run is evaluated when it has a finished ``run.json`` and no current ``eval.json`` (one
-    for this very patch and backend that is not an ``error``): finished evaluations are kept,
-    interrupted or failed ones are redone. The manifest maps every run id of the batch to its
-    ``status`` and ``resolved`` (``not_run`` for a run without ``run.json``).
+    for this very patch and backend that is not an evaluation error): finished evaluations are
+    kept, interrupted or failed ones are redone. The manifest maps every run id of the batch to
+    its ``status`` and ``resolved`` (``not_run`` for a run without ``run.json``).
+
+    ``only`` (run ids) limits the evaluation to those runs: every other run of the batch keeps
+    its ``eval.json`` untouched and enters the manifest as it stands (``forgetting evaluate
+    --errored`` redoes the evaluation errors this way).
     """
     settings = settings or EvalSettings.from_study(study)
     layout = Layout(study.results_dir)
@@ -78,6 +94,9 @@ def evaluate_batch(
     todo: list[tuple[Run, Path, str]] = []
     for run in batch.runs:
         run_dir = layout.run_dir(run.run_id)
+        if only is not None and run.run_id not in only:
+            entries[run.run_id] = _standing_entry(run_dir)
+            continue
         if not (run_dir / RUN_JSON).is_file():
             entries[run.run_id] = {"status": NOT_RUN, "resolved": False}
             say(f"{run.run_id}: not evaluated, the run has no {RUN_JSON}")

@@ -11,6 +11,12 @@ passed, whether the instance is ``resolved`` (SPEC §3) and, in ``status``, what
 ``timeout``      the tests did not finish within ``evaluation.timeout_s``
 ``error``        the evaluation itself failed (no test output, missing image, crash, …)
 =============== ==========================================================================
+
+The first four are outcomes of the run (:data:`OUTCOMES`; a patch that does not apply is not
+resolved, as SWE-bench counts it); ``timeout`` and ``error`` are *evaluation errors*
+(:data:`EVAL_ERRORS`): the harness, not the patch, gave no verdict. They are never kept as
+current (the next evaluation retries them) and ``evaluation.on_error`` decides what the
+statistics make of them (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -25,6 +31,11 @@ from typing import Any
 from forgetting.atomic import write_json
 
 STATUSES = ("resolved", "unresolved", "empty_patch", "patch_failed", "timeout", "error")
+#: statuses that are an outcome of the run's patch
+OUTCOMES = ("resolved", "unresolved", "empty_patch", "patch_failed")
+#: statuses where the evaluation gave no verdict (harness error, missing image, crashed
+#: container, tests past ``evaluation.timeout_s``)
+EVAL_ERRORS = ("timeout", "error")
 #: bumped when the report's meaning changes, so older reports are redone
 REPORT_FORMAT = 1
 TEST_KINDS = ("FAIL_TO_PASS", "PASS_TO_PASS")
@@ -93,12 +104,17 @@ def read_report(path: str | os.PathLike[str]) -> EvalReport | None:
 def is_current(report: EvalReport | None, *, patch: str, backend: str) -> bool:
     """True when ``report`` evaluated this very patch with this backend and may be kept.
 
-    ``error`` reports are never current: a harness failure is retried on the next call.
+    Evaluation errors (``timeout``, ``error``) are never current: they are retried on the next call.
     """
     return (
         report is not None
         and report.format == REPORT_FORMAT
         and report.backend == backend
         and report.patch_sha256 == patch_digest(patch)
-        and report.status != "error"
+        and report.status not in EVAL_ERRORS
     )
+
+
+def is_eval_error(status: str | None) -> bool:
+    """Whether an evaluation status is an evaluation error rather than an outcome of the run."""
+    return status in EVAL_ERRORS

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from forgetting.grid import BASELINE
 from forgetting.stats.bootstrap import bootstrap_p, ones_weights, percentile_interval, resample_weights
 from forgetting.stats.labels import agent_key, configuration_key, is_paper_like
 from forgetting.stats.metrics import Group, StudyData, group_statistics
@@ -265,13 +266,25 @@ COST_COMPONENTS: tuple[str, ...] = (
 )
 
 
+def summary_mask(data: StudyData, group: Group) -> np.ndarray:
+    """The tasks a summary row is computed on: for an evaluation, the tasks it and its baseline
+    both have (the tasks of its effects); for a baseline, its own."""
+    base = data.groups.get((group.agent, BASELINE))
+    if group.is_baseline or base is None:
+        return group.present
+    return _mask(group, base)
+
+
 def compute_summary(
     data: StudyData,
     settings: StatsSettings,
-    components: Mapping[tuple[str, str], Mapping[str, float]] | None = None,
+    components: Mapping[tuple[str, str], Mapping[str, np.ndarray]] | None = None,
     profile: str | None = None,
 ) -> pa.Table:
-    """One row per group incl. baselines (:data:`SUMMARY_SCHEMA`), on each group's own tasks."""
+    """One row per group incl. baselines (:data:`SUMMARY_SCHEMA`). Every column of a row is
+    computed on the same tasks (:func:`summary_mask`), so an evaluation's tasks solved, cost
+    components and totals are those its Δ and ratios compare; ``baseline_cost`` is the
+    baseline's caching-aware cost (the sum of its components) on those tasks."""
     ones = ones_weights(data.n_tasks)
     groups = sorted(
         data.groups.values(),
@@ -279,8 +292,11 @@ def compute_summary(
     )
     rows = []
     for g in groups:
-        s = {k: float(v[0]) for k, v in group_statistics(g, ones, settings, g.present).items()}
-        comp = (components or {}).get(g.key, {})
+        mask = summary_mask(data, g)
+        s = {k: float(v[0]) for k, v in group_statistics(g, ones, settings, mask).items()}
+        has_tasks = bool(mask.any())  # on no task, no cost is 0: it is undefined
+        comp = (components or {}).get(g.key) if has_tasks else None
+        base_comp = (components or {}).get((g.agent, BASELINE)) if has_tasks else None
         rows.append(
             {
                 "agent": g.agent,
@@ -288,7 +304,7 @@ def compute_summary(
                 **_dims(g),
                 "n_runs": g.n_runs,
                 "n_missing": g.n_missing,
-                "n_tasks": int(g.present.sum()),
+                "n_tasks": int(mask.sum()),
                 "repeats": g.repeats,
                 "tasks_solved": s["solved"],
                 "median_turns": s["turns"],
@@ -304,7 +320,13 @@ def compute_summary(
                 "kept_rate": s["kept_rate"],
                 "model_backend": g.dims.get("model_backend"),
                 "pricing_profile": profile,
-                **{c: comp.get(c) for c in COST_COMPONENTS},
+                **{c: (float(comp[c][mask].sum()) if comp else None) for c in COST_COMPONENTS},
+                "baseline_cost": (
+                    float(sum(base_comp[c][mask].sum() for c in COST_COMPONENTS)) if base_comp else None
+                ),
+                "n_eval_errors": len(g.eval_errors),
+                "eval_error_tasks": list(g.eval_error_tasks),
+                "n_excluded": g.n_excluded,
             }
         )
     return pa.Table.from_pylist(rows, schema=SUMMARY_SCHEMA)
@@ -312,8 +334,10 @@ def compute_summary(
 
 def cost_components(
     runs: pa.Table, run_costs: pa.Table, profile: str, data: StudyData
-) -> dict[tuple[str, str], dict[str, float]]:
-    """Per group, each cost component summed over tasks of its per-task mean over repeats."""
+) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+    """Per group and cost component, the per-task mean over the task's present repeats
+    (``(n_tasks,)``, 0 where the group has no run of the task); a summary row sums it over
+    its tasks."""
     import pyarrow.compute as pc
 
     costs = run_costs.filter(pc.equal(run_costs.column("profile"), profile))
@@ -347,7 +371,7 @@ def cost_components(
     out = {}
     for key, comps in acc.items():
         n = np.maximum(counts[key], 1)
-        out[key] = {c: float(np.sum(v / n)) for c, v in comps.items()}
+        out[key] = {c: v / n for c, v in comps.items()}
     return out
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from forgetting.errors import RunOutputError
+from forgetting.evaluation.report import EVAL_ERRORS
 from forgetting.grid import BASELINE
 from forgetting.stats.bootstrap import weighted_median
 from forgetting.stats.settings import StatsSettings
@@ -79,6 +80,12 @@ class Group:
     n_runs: int
     n_missing: int
     missing_runs: tuple[str, ...] = field(default=())
+    #: runs of the group whose evaluation errored (eval_status timeout or error)
+    eval_errors: tuple[str, ...] = field(default=())
+    #: the tasks of those runs, in task order
+    eval_error_tasks: tuple[str, ...] = field(default=())
+    #: runs left out because their task had an evaluation error (evaluation.on_error: exclude)
+    n_excluded: int = 0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -136,12 +143,16 @@ class StudyData:
         *,
         task_order: Sequence[str] = (),
         agent_order: Sequence[str] = (),
+        exclude_eval_errors: bool = False,
     ) -> StudyData:
         """Arrange ``runs`` (RUNS_SCHEMA) and ``tool_calls`` (TOOL_CALLS_SCHEMA) by group and task.
 
         Tasks are ordered as ``task_order`` (the study's list) then any others sorted; rows
         with status ``missing`` count as missing runs. Null outcomes count as not resolved,
-        null counters as zero and a null turn count is left out of medians.
+        null counters as zero and a null turn count is left out of medians. A run whose
+        evaluation errored is counted in its group's ``eval_errors``; with
+        ``exclude_eval_errors`` every run of its task in its group is left out, so the task is
+        not present for the group (and drops out of each comparison the group takes part in).
         """
         if runs.num_rows == 0:
             raise RunOutputError("runs dataset: no runs")
@@ -157,6 +168,8 @@ class StudyData:
         n = len(tasks)
         tix = np.array([task_index[t] for t in task_names], dtype=np.int64)
         missing = status == "missing"
+        eval_status = _column(runs, "eval_status", object, None)
+        errored = np.array([v in EVAL_ERRORS for v in eval_status.tolist()], dtype=bool) & ~missing
 
         values = {
             "resolved": _column(runs, "resolved", np.float64, 0.0),
@@ -206,10 +219,15 @@ class StudyData:
             dtype=np.int64,
         )
         ev_group = inverse[ev_row] if ev_row.size else np.zeros(0, dtype=np.int64)
+        # (group, task) cells with an evaluation error; excluded cells drop every run of the cell
+        cell = inverse * max(n, 1) + tix
+        error_cells = np.unique(cell[errored])
+        excluded = np.isin(cell, error_cells) & ~missing if exclude_eval_errors else np.zeros_like(missing)
+        dropped = missing | excluded
         groups: dict[tuple[str, str], Group] = {}
         for (agent, conf), gi in key_index.items():
             rows = np.flatnonzero(inverse == gi)
-            present_rows = rows[~missing[rows]]
+            present_rows = rows[~dropped[rows]]
             t = tix[present_rows]
             counts = np.bincount(t, minlength=n).astype(np.float64)
             means = np.zeros((n, len(LINEAR)))
@@ -220,7 +238,7 @@ class StudyData:
             first = present_rows[0] if present_rows.size else rows[0]
             dims = {d: dims_cols[d][first] for d in dims_cols}
             ev = ev_row[ev_group == gi] if ev_row.size else ev_row
-            ev_keep = ~missing[ev]
+            ev_keep = ~dropped[ev]
             groups[(agent, conf)] = Group(
                 agent=agent,
                 configuration=conf,
@@ -232,8 +250,11 @@ class StudyData:
                 distance_task_of=tix[ev][ev_keep],
                 distances=(ev_dist[ev_group == gi] if ev_row.size else ev_dist)[ev_keep],
                 n_runs=int(present_rows.size),
-                n_missing=int(rows.size - present_rows.size),
+                n_missing=int(missing[rows].sum()),
                 missing_runs=tuple(sorted(run_ids[rows[missing[rows]]].tolist())),
+                eval_errors=tuple(sorted(run_ids[rows[errored[rows]]].tolist())),
+                eval_error_tasks=tuple(tasks[t] for t in sorted(set(tix[rows[errored[rows]]].tolist()))),
+                n_excluded=int(excluded[rows].sum()),
             )
         agent_list = [a for a in agent_order if any(k[0] == a for k in groups)]
         agent_list += sorted({k[0] for k in groups} - set(agent_list))
@@ -264,6 +285,9 @@ def group_statistics(
     means over repeats, so a 5-repeat baseline counts like a 1-repeat configuration.
     """
     w = weights.astype(np.float64, copy=False)
+    if mask is not None and not mask.any():
+        # no task to compute on: every statistic is undefined, none is 0
+        return {name: np.full(w.shape[0], np.nan) for name in GROUP_STATISTICS}
     if mask is not None and not mask.all():
         w = w * mask[None, :]
     totals = w @ group.means  # (R, len(LINEAR))

@@ -6,6 +6,7 @@ Reads only the collected datasets (``runs``, ``tool_calls``, ``run_costs``) and 
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,13 @@ from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.schemas import DATASETS, read_dataset, write_dataset
 from forgetting.stagelog import StageLog
+from forgetting.stats.checks import (
+    check_against_plan,
+    check_eval_statuses,
+    check_run_ids,
+    eval_errors,
+    eval_errors_message,
+)
 from forgetting.stats.comparisons import (
     Bootstrap,
     compute_comparisons,
@@ -28,7 +36,7 @@ from forgetting.stats.comparisons import (
     missing_cost_runs,
 )
 from forgetting.stats.metrics import StudyData
-from forgetting.stats.schemas import STATS
+from forgetting.stats.schemas import SETTINGS_FIELD, STATS
 from forgetting.stats.settings import StatsSettings, settings_of
 
 #: the datasets the statistics read
@@ -44,9 +52,28 @@ def compute_statistics(
     profile: str | None = None,
     task_order: Sequence[str] = (),
     agent_order: Sequence[str] = (),
+    redo_command: str | None = None,
 ) -> dict[str, pa.Table]:
-    """The ``effects``, ``comparisons`` and ``summary`` tables of a study's datasets."""
-    data = StudyData.from_tables(runs, tool_calls, task_order=task_order, agent_order=agent_order)
+    """The ``effects``, ``comparisons`` and ``summary`` tables of a study's datasets.
+
+    Checks first (:mod:`forgetting.stats.checks`): evaluation statuses, run ids of the other
+    datasets, and evaluation errors, which under ``evaluation.on_error: fail`` stop here with
+    one line naming the runs and ``redo_command``.
+    """
+    check_eval_statuses(runs)
+    check_run_ids(runs, tool_calls, "tool_calls")
+    check_run_ids(runs, run_costs, "run_costs")
+    errors = eval_errors(runs)
+    if errors and settings.on_error == "fail":
+        n_runs = sum(1 for s in runs.column("status").to_pylist() if s != "missing")
+        raise RunOutputError(eval_errors_message(errors, n_runs, redo_command))
+    data = StudyData.from_tables(
+        runs,
+        tool_calls,
+        task_order=task_order,
+        agent_order=agent_order,
+        exclude_eval_errors=settings.on_error == "exclude",
+    )
     for agent in data.agents:
         data.baseline(agent)  # fails early, naming the agent, when a baseline is absent
     components = None
@@ -83,8 +110,19 @@ def write_stats(
     inputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
     outputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
     log: str | os.PathLike[str] | None = None,
+    *,
+    configs: Sequence[str] | None = None,
+    overrides: Sequence[str] = (),
 ) -> dict[str, Path]:
-    """Compute the statistics of ``study`` from its datasets and write them atomically."""
+    """Compute the statistics of ``study`` from its datasets and write them atomically.
+
+    ``configs`` and ``overrides`` (``KEY=VALUE``) are how the user named the study (the
+    ``forgetting`` command's arguments, or Snakemake's config files); an evaluation error
+    under ``evaluation.on_error: fail`` names the redo command with them.
+    """
+    from forgetting.evaluation.redo import config_files_of, redo_command
+    from forgetting.plan import plan_runs
+
     layout = Layout(study.results_dir)
     in_paths = _paths(inputs, layout.datasets, STATS_INPUTS)
     out_paths = _paths(outputs, layout.stats, tuple(STATS))
@@ -96,6 +134,10 @@ def write_stats(
         }
         if "runs" not in tables:
             raise RunOutputError("stats: no runs dataset given")
+        check_against_plan(tables["runs"], [r.run_id for r in plan_runs(study)])
+        files = list(configs) if configs else config_files_of(study.source)
+        for error in eval_errors(tables["runs"]):
+            out.line(f"evaluation error {error.run_id} ({error.task}): {error.status}")
         profile = str(study.section("pricing").get("primary", "paper"))
         result = compute_statistics(
             tables["runs"],
@@ -105,9 +147,11 @@ def write_stats(
             profile=profile if "run_costs" in tables else None,
             task_order=study.tasks,
             agent_order=study.agents,
+            redo_command=redo_command(files, overrides) if files else None,
         )
+        recorded = {SETTINGS_FIELD: json.dumps(settings.computed_with(), sort_keys=True)}
         for name, path in out_paths.items():
-            write_dataset(result[name], path, STATS[name])
+            write_dataset(result[name], path, STATS[name], metadata=recorded)
             checkpoint("stats.output")
         out.line(
             f"stats: {result['effects'].num_rows} effect rows, "

@@ -5,14 +5,24 @@
                  (Δ or ratio), its percentile CI, bootstrap p-value and raw significance.
 ``comparisons``  one row per pair of configurations (delayed vs immediate, turn vs token) and
                  metric: the estimate of each and the paired difference ``second − first``.
-``summary``      one row per (agent, configuration) incl. the baseline: descriptive figures on
-                 all the group's tasks (tasks solved, median turns, capped, looping, totals,
-                 cost components under the primary pricing profile).
+``summary``      one row per (agent, configuration) incl. the baseline: descriptive figures
+                 (tasks solved, median turns, capped, looping, totals, cost components under the
+                 primary pricing profile), every one on the row's tasks — for an evaluation the
+                 tasks it and its baseline both have (those of its effects), for a baseline its
+                 own — and the row's evaluation errors.
+
+Each schema declares its key (:func:`forgetting.schemas.keyed`).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+
+from forgetting.schemas import keyed
+
+#: the schema metadata field of every statistics file recording the settings it was computed with
+#: (JSON of :meth:`forgetting.stats.settings.StatsSettings.computed_with`)
+SETTINGS_FIELD = "forgetting.statistics"
 
 _IDENTITY = [
     ("agent", pa.string()),
@@ -25,7 +35,7 @@ _IDENTITY = [
     ("keep_last", pa.int32()),
 ]
 
-EFFECTS_SCHEMA = pa.schema(
+EFFECTS_SCHEMA = keyed(pa.schema(
     [
         *_IDENTITY,
         ("metric", pa.string()),
@@ -41,9 +51,9 @@ EFFECTS_SCHEMA = pa.schema(
         ("n_tasks", pa.int32()),
         ("n_undefined", pa.int32()),  # resamples where the statistic is undefined (e.g. no reads)
     ]
-)
+), "agent", "configuration", "metric")
 
-COMPARISONS_SCHEMA = pa.schema(
+COMPARISONS_SCHEMA = keyed(pa.schema(
     [
         ("agent", pa.string()),
         ("comparison", pa.string()),  # timing (delayed → immediate) | granularity (turn → token)
@@ -65,14 +75,14 @@ COMPARISONS_SCHEMA = pa.schema(
         ("n_tasks", pa.int32()),
         ("n_undefined", pa.int32()),
     ]
-)
+), "agent", "comparison", "first", "second", "metric")
 
-SUMMARY_SCHEMA = pa.schema(
+SUMMARY_SCHEMA = keyed(pa.schema(
     [
         *_IDENTITY,
         ("n_runs", pa.int32()),
         ("n_missing", pa.int32()),
-        ("n_tasks", pa.int32()),
+        ("n_tasks", pa.int32()),  # the tasks every column of the row is computed on
         ("repeats", pa.int32()),
         ("tasks_solved", pa.float64()),  # sum over tasks of the mean over repeats
         ("median_turns", pa.float64()),
@@ -93,8 +103,12 @@ SUMMARY_SCHEMA = pa.schema(
         ("cost_rebilled", pa.float64()),
         ("cost_cache_write", pa.float64()),
         ("cost_output", pa.float64()),
+        ("baseline_cost", pa.float64()),  # the baseline's caching-aware cost on the row's tasks
+        ("n_eval_errors", pa.int32()),  # runs whose evaluation errored (timeout, error)
+        ("eval_error_tasks", pa.list_(pa.string())),  # their tasks
+        ("n_excluded", pa.int32()),  # runs left out for an evaluation error (on_error: exclude)
     ]
-)
+), "agent", "configuration")
 
 STATS: dict[str, pa.Schema] = {
     "effects": EFFECTS_SCHEMA,

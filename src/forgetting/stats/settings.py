@@ -18,6 +18,15 @@ Every choice SPEC §6 leaves open is a key here (docs/statistics.md explains eac
     ``fail`` (default): collection stops and names every planned run without readable output;
     ``mark``: such runs get a ``runs`` row with status ``missing``, and each evaluation is
     compared with its baseline on the tasks both have.
+
+and one of the ``evaluation`` section, read here because only the statistics act on it:
+
+``evaluation.on_error``
+    what a run whose evaluation errored (``eval_status`` ``timeout`` or ``error``) counts as:
+    ``fail`` (default): the statistics stop, naming the runs and the command that redoes just
+    their evaluation; ``exclude``: its task is left out of both sides (the configuration and
+    the baseline) of every comparison of that evaluation (agent × configuration; for a
+    baseline run, of every evaluation of its agent); ``unresolved``: it counts as not solved.
 """
 
 from __future__ import annotations
@@ -35,6 +44,13 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "holm_family": ("column", "table"),
     "missing_runs": ("fail", "mark"),
 }
+#: ``evaluation.on_error``
+ON_ERROR: tuple[str, ...] = ("fail", "exclude", "unresolved")
+#: the settings each stage reads (``missing_runs`` is collection's)
+STATS_STAGE: tuple[str, ...] = (
+    "resamples", "seed", "confidence", "baseline_median", "refetch_rate", "cost_statistic", "on_error",
+)
+TABLES_STAGE: tuple[str, ...] = ("holm_family",)
 
 
 @dataclass(frozen=True)
@@ -47,14 +63,31 @@ class StatsSettings:
     cost_statistic: str = "total"
     holm_family: str = "column"
     missing_runs: str = "fail"
+    on_error: str = "fail"  # evaluation.on_error
 
     @property
     def alpha(self) -> float:
         return 1.0 - self.confidence
 
+    def computed_with(self) -> dict[str, Any]:
+        """The settings the ``stats`` stage computes with (recorded in its outputs, so the
+        tables can tell statistics of other settings from current ones)."""
+        return {key: getattr(self, key) for key in STATS_STAGE}
+
+    def tables_with(self) -> dict[str, Any]:
+        """The settings the ``tables`` stage applies on top of the statistics."""
+        return {key: getattr(self, key) for key in TABLES_STAGE}
+
     @classmethod
-    def from_section(cls, section: Mapping[str, Any], source: str = "statistics") -> StatsSettings:
-        values: dict[str, Any] = {}
+    def from_section(
+        cls, section: Mapping[str, Any], source: str = "statistics", *, on_error: str = "fail"
+    ) -> StatsSettings:
+        if on_error not in ON_ERROR:
+            raise ConfigError(
+                f"evaluation.on_error: {on_error!r} is not allowed; "
+                f"allowed values: {', '.join(ON_ERROR)}"
+            )
+        values: dict[str, Any] = {"on_error": on_error}
         for key in ("resamples", "seed"):
             if key in section:
                 values[key] = int(section[key])
@@ -78,4 +111,8 @@ class StatsSettings:
 
 def settings_of(study: Any) -> StatsSettings:
     """The statistics settings of a :class:`forgetting.config.Study`."""
-    return StatsSettings.from_section(study.section("statistics"), source=f"{study.source}: statistics")
+    return StatsSettings.from_section(
+        study.section("statistics"),
+        source=f"{study.source}: statistics",
+        on_error=str(study.section("evaluation").get("on_error", "fail")),
+    )

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from forgetting.config import Study
+from forgetting.errors import RunOutputError
 from forgetting.faults import checkpoint
 from forgetting.layout import Layout
-from forgetting.schemas import read_dataset
+from forgetting.schemas import read_dataset, read_metadata
 from forgetting.stagelog import StageLog
 from forgetting.stats.labels import provenance_note
-from forgetting.stats.schemas import STATS
-from forgetting.stats.settings import settings_of
+from forgetting.stats.schemas import SETTINGS_FIELD, STATS
+from forgetting.stats.settings import StatsSettings, settings_of
 from forgetting.tables.build import BUILDERS, FORMATS, TABLES, StatsTables
+from forgetting.tables.notes import NoteContext
 from forgetting.tables.writers import to_markdown, write_table
 
 __all__ = ["FORMATS", "TABLES", "load_stats_tables", "render_table", "table_paths", "write_tables"]
@@ -37,16 +40,56 @@ def _stats_paths(
     return {Path(p).stem: Path(p) for p in inputs if Path(p).stem in STATS}
 
 
+def _setting_name(key: str) -> str:
+    return "evaluation.on_error" if key == "on_error" else f"statistics.{key}"
+
+
+def check_computed_with(paths: Mapping[str, Path], settings: StatsSettings) -> None:
+    """Every statistics file was computed with the study's current settings (recorded by the
+    ``stats`` stage), so the notes describe what the numbers are; else one line naming the
+    setting and how to recompute."""
+    wanted = settings.computed_with()
+    for name in STATS:
+        raw = read_metadata(paths[name]).get(SETTINGS_FIELD)
+        if raw is None:
+            raise RunOutputError(
+                f"{paths[name]}: records no statistics settings; recompute the statistics "
+                "(forgetting report CONFIG --only stats)"
+            )
+        recorded = json.loads(raw)
+        for key, value in wanted.items():
+            if recorded.get(key) != value:
+                raise RunOutputError(
+                    f"{paths[name]}: computed with {_setting_name(key)} = {recorded.get(key)!r}, the config "
+                    f"says {value!r}; recompute the statistics (forgetting report CONFIG --only stats)"
+                )
+
+
 def load_stats_tables(
     study: Study, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None
 ) -> StatsTables:
     """The statistics of ``study`` (from its ``stats/`` Parquet files) ready for tables and figures."""
     paths = _stats_paths(study, inputs)
     tables = {n: read_dataset(paths[n], STATS[n]) for n in STATS}
+    settings = settings_of(study)
+    check_computed_with(paths, settings)
+    primary = str(study.section("pricing").get("primary", "paper"))
+    used = {p for p in tables["summary"].column("pricing_profile").to_pylist() if p}
+    if used and used != {primary}:
+        raise RunOutputError(
+            f"{paths['summary']}: computed with pricing.primary = {sorted(used)[0]!r}, the config says "
+            f"{primary!r}; recompute the statistics (forgetting report CONFIG --only stats)"
+        )
     synthetic = bool((study.raw.get("study") or {}).get("synthetic"))
     provenance = provenance_note(synthetic, tables["summary"].column("model_backend").to_pylist())
     return StatsTables.from_tables(
-        tables["effects"], tables["comparisons"], tables["summary"], settings_of(study), provenance
+        tables["effects"],
+        tables["comparisons"],
+        tables["summary"],
+        settings,
+        provenance,
+        context=NoteContext.from_study(study),
+        study_tasks=len(study.tasks),
     )
 
 

@@ -2,7 +2,7 @@
 
 =====================  ==========================================================================
 ``table1``             per evaluation: tasks solved, Δ with CI, median run length change with CI,
-                       capped and looping runs (and each agent's baseline)
+                       capped and looping runs, evaluation errors (and each agent's baseline)
 ``table2``             cost ratios, flat and caching-aware, with CIs, plus input/output token and
                        cost-per-task-solved ratios — delayed configurations (and any policy
                        beyond the paper's timings), as in the paper
@@ -20,14 +20,17 @@
 Configurations beyond the paper's 42 appear in every table; their *Timing* cell holds a
 short label of their policy (``batched ×4 · delayed``, ``keep 8``; :func:`policy_label`).
 
-Marks: ``*`` the 95 % CI excludes the null (0 for differences, 1 for ratios); ``†`` also
-significant after Holm–Bonferroni over the table's family (``statistics.holm_family``).
+Marks: ``*`` the CI (at ``statistics.confidence``) excludes the null (0 for differences, 1 for
+ratios); ``†`` also significant after Holm–Bonferroni over the table's families
+(``statistics.holm_family``). Every column of a row is computed on one set of tasks (for an
+evaluation: those it and its baseline both have), and every note is generated from the settings
+the numbers were computed with (:mod:`forgetting.tables.notes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,6 +41,18 @@ from forgetting.stats.holm import holm_adjust
 from forgetting.stats.labels import SCOPE_LABELS, agent_label, amount_label, is_paper_like, policy_label
 from forgetting.stats.settings import StatsSettings
 from forgetting.tables import format as fmt
+from forgetting.tables.notes import (
+    NoteContext,
+    bootstrap_note,
+    ci_header,
+    cost_statistic_text,
+    eval_errors_note,
+    fewer_tasks_note,
+    holm_note,
+    median_note,
+    pricing_text,
+    refetch_rate_text,
+)
 from forgetting.tables.writers import Column, Table
 
 TABLES: tuple[str, ...] = (
@@ -65,6 +80,9 @@ class StatsTables:
     comparisons: Sequence[dict[str, Any]]
     settings: StatsSettings
     provenance: str = ""
+    context: NoteContext = field(default_factory=NoteContext)
+    #: the study's number of tasks (default: the most any summary row has)
+    study_tasks: int | None = None
 
     @classmethod
     def from_tables(
@@ -74,6 +92,8 @@ class StatsTables:
         summary: pa.Table,
         settings: StatsSettings,
         provenance: str = "",
+        context: NoteContext | None = None,
+        study_tasks: int | None = None,
     ) -> StatsTables:
         eff = {(r["agent"], r["configuration"], r["metric"]): r for r in effects.to_pylist()}
         summ_rows = summary.to_pylist()
@@ -84,11 +104,19 @@ class StatsTables:
             comparisons=comparisons.to_pylist(),
             settings=settings,
             provenance=provenance,
+            context=context or NoteContext(),
+            study_tasks=study_tasks,
         )
 
     @property
     def n_tasks(self) -> int:
+        if self.study_tasks is not None:
+            return self.study_tasks
         return max((int(r["n_tasks"]) for r in self.summary.values()), default=0)
+
+    def ci(self) -> tuple[str, str]:
+        """The ``[95 % CI]`` header suffix at the statistics' confidence (Markdown, LaTeX)."""
+        return ci_header(self.settings.confidence)
 
     def evaluations(self, keep: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[dict[str, Any]]:
         return [self.summary[k] for k in self.summary_order if k[1] != "baseline" and keep(self.summary[k])]
@@ -139,11 +167,14 @@ _ID_COLS = [
 
 
 class Holm:
-    """Collects the p-values of one table and adjusts them per family."""
+    """Collects the p-values of one table and adjusts them per family: with
+    ``statistics.holm_family: column`` each family is one ``unit`` (a column, or a comparison
+    kind within a column), with ``table`` the whole table."""
 
-    def __init__(self, table: str, settings: StatsSettings) -> None:
+    def __init__(self, table: str, settings: StatsSettings, unit: str = "column") -> None:
         self.table = table
         self.settings = settings
+        self.unit = unit
         self._tests: list[tuple[str, float]] = []
 
     def add(self, family: str, p: Any) -> int:
@@ -161,43 +192,41 @@ class Holm:
         reject = [not np.isnan(a) and a < self.settings.alpha for a in adjusted]
         return adjusted, reject
 
-    @property
-    def family_text(self) -> str:
-        return (
-            "each column of this table"
-            if self.settings.holm_family == "column"
-            else "all tests of this table"
-        )
+    def sizes(self) -> dict[str, int]:
+        """Family → the number of tests it holds (tests without a p-value do not count)."""
+        out: dict[str, int] = {}
+        for family, p in self._tests:
+            out[family] = out.get(family, 0) + (0 if np.isnan(p) else 1)
+        return {f: n for f, n in sorted(out.items()) if n}
+
+    def note(self) -> str:
+        return holm_note(self.settings, self.sizes(), self.unit, fmt.RAW_MARK, fmt.HOLM_MARK)
 
 
-def _notes(st: StatsTables, holm: Holm | None, extra: Sequence[str] = ()) -> list[str]:
-    s = st.settings
-    notes = [
-        f"Paired bootstrap over {st.n_tasks} tasks: {s.resamples} resamples (seed {s.seed}), "
-        f"{s.confidence:.0%} percentile CIs; each configuration and its baseline are evaluated on the "
-        "same resampled tasks; the baseline per task is the mean over its repeats.",
-    ]
+def _notes(
+    st: StatsTables,
+    holm: Holm | None,
+    extra: Sequence[str] = (),
+    detail: Callable[[Mapping[str, Any]], str] | None = None,
+) -> list[str]:
+    """The notes every table carries, then the table's own (``extra``); ``detail`` adds to each
+    row named as computed on fewer tasks."""
+    rows = [st.summary[k] for k in st.summary_order]
+    notes = [bootstrap_note(st.settings, st.n_tasks)]
     if holm is not None:
-        notes.append(
-            f"{fmt.RAW_MARK} CI excludes the null (0 for differences, 1 for ratios); "
-            f"{fmt.HOLM_MARK} also significant after Holm–Bonferroni over {holm.family_text} "
-            f"(α = {s.alpha:.2f})."
-        )
+        notes.append(holm.note())
     notes.extend(extra)
-    if any(r["configuration"] != "baseline" and not is_paper_like(r) for r in st.summary.values()):
+    errors = eval_errors_note(st.settings, rows)
+    if errors:
+        notes.append(errors)
+    if any(r["configuration"] != "baseline" and not is_paper_like(r) for r in rows):
         notes.append(
             "Configurations beyond the paper's grid show their policy in the Timing column "
             "(config/README.md, policies beyond the paper)."
         )
-    short = sorted(
-        {
-            f"{r['agent']}/{r['configuration']} ({r['n_tasks']} tasks)"
-            for r in st.summary.values()
-            if int(r["n_tasks"]) < st.n_tasks
-        }
-    )
-    if short:
-        notes.append("Runs missing, compared on fewer tasks: " + ", ".join(short) + ".")
+    fewer = fewer_tasks_note(rows, st.n_tasks, st.settings.on_error, detail)
+    if fewer:
+        notes.append(fewer)
     if st.provenance:
         notes.append(st.provenance)
     return notes
@@ -256,19 +285,19 @@ def _metric_columns(prefix: str) -> list[str]:
 
 
 def table1(st: StatsTables) -> Table:
+    ci, ci_tex = st.ci()
     t = Table(
         name="table1",
         title="Table I. Tasks solved and run length per evaluation, against each agent's baseline",
         columns=[
             *_ID_COLS,
             Column("solved", "Solved", align="r"),
-            Column("delta", "Δ solved [95 % CI]", latex=r"$\Delta$ solved [95\,\% CI]", align="r"),
+            Column("delta", f"Δ solved {ci}", latex=rf"$\Delta$ solved {ci_tex}", align="r"),
             Column("turns", "Median turns", align="r"),
-            Column(
-                "change", "Run length change [95 % CI]", latex=r"Run length change [95\,\% CI]", align="r"
-            ),
+            Column("change", f"Run length change {ci}", latex=f"Run length change {ci_tex}", align="r"),
             Column("capped", "Capped", align="r"),
             Column("looping", "Looping", align="r"),
+            Column("errors", "Eval errors", align="r"),
         ],
         data_columns=[
             *_ID_COLUMNS,
@@ -278,6 +307,7 @@ def table1(st: StatsTables) -> Table:
             *_metric_columns("turns_ratio"),
             "capped",
             "looping",
+            "n_eval_errors",
             "n_tasks",
         ],
     )
@@ -291,6 +321,7 @@ def table1(st: StatsTables) -> Table:
                 "median_turns": r["median_turns"],
                 "capped": r["capped"],
                 "looping": r["looping"],
+                "n_eval_errors": r["n_eval_errors"],
                 "n_tasks": r["n_tasks"],
             }
             display = {
@@ -299,6 +330,7 @@ def table1(st: StatsTables) -> Table:
                 "turns": fmt.count(r["median_turns"]),
                 "capped": fmt.count(r["capped"]),
                 "looping": fmt.count(r["looping"]),
+                "errors": fmt.count(r["n_eval_errors"]),
             }
             t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
             i = len(t.rows) - 1
@@ -324,17 +356,39 @@ def table1(st: StatsTables) -> Table:
                 "turns_ratio",
             )
     marked.finish({"delta": "delta_solved", "change": "turns_ratio"})
+    c = st.context
+    cap = f" ({c.turn_cap} model calls)" if c.turn_cap is not None else ""
+    on_error = {
+        "fail": "any stops the statistics",
+        "exclude": "their tasks are excluded",
+        "unresolved": "they count as not solved",
+    }[st.settings.on_error]
     t.notes = _notes(
         st,
         holm,
         [
-            "Solved: tasks solved (baseline: sum over tasks of the mean over its repeats). "
+            "Solved: tasks solved, on the tasks the row's Δ compares (baseline: on its own tasks). "
             "Run length change: median turns over the baseline's, minus 1. "
-            "Capped: runs that reached the turn cap; looping: runs with ten identical tool calls in a row "
-            "(baseline: mean per repeat).",
+            f"Capped: runs that reached the turn cap{cap}; looping: runs with {c.looping_window} identical tool "
+            "calls in a row. Solved, capped and looping add each task's mean over its repeats (the "
+            "baseline's: a mean per repeat).",
+            median_note(st.settings),
+            "Eval errors: the row's runs whose evaluation gave no verdict (timeout or harness error); "
+            f"evaluation.on_error: {st.settings.on_error} ({on_error}).",
         ],
+        detail=lambda r: _baseline_solved_on_its_tasks(st, r),
     )
     return t
+
+
+def _baseline_solved_on_its_tasks(st: StatsTables, row: Mapping[str, Any]) -> str:
+    """For an evaluation on fewer tasks: what the baseline solves on those same tasks."""
+    if row["configuration"] == "baseline":
+        return ""
+    e = st.effects.get((row["agent"], row["configuration"], "tasks_solved"))
+    if e is None or fmt.is_missing(e.get("reference")):
+        return ""
+    return f"the baseline solves {fmt.count(e['reference'])} of them"
 
 
 def _ratio_cell(e: Mapping[str, Any] | None) -> str:
@@ -342,9 +396,10 @@ def _ratio_cell(e: Mapping[str, Any] | None) -> str:
 
 
 def _table2(st: StatsTables, name: str, title: str, keep: Callable[[dict[str, Any]], bool]) -> Table:
+    ci, ci_tex = st.ci()
     metrics = [
-        ("flat", "cost_flat", "Flat [95 % CI]", r"Flat [95\,\% CI]"),
-        ("cache", "cost_cache", "Caching-aware [95 % CI]", r"Caching-aware [95\,\% CI]"),
+        ("flat", "cost_flat", f"Flat {ci}", f"Flat {ci_tex}"),
+        ("cache", "cost_cache", f"Caching-aware {ci}", f"Caching-aware {ci_tex}"),
         ("input", "input_tokens", "Input tokens", None),
         ("output", "output_tokens", "Output tokens", None),
         ("per_solved", "cost_per_solved", "Cost per task solved", None),
@@ -372,10 +427,10 @@ def _table2(st: StatsTables, name: str, title: str, keep: Callable[[dict[str, An
         st,
         holm,
         [
-            "Ratios to the uncompressed baseline of the same agent (below 1: cheaper). "
-            "Flat: every input token at the input price; caching-aware: the longest prefix shared with "
-            "an earlier prompt of the run at the cached price (a lower bound: no expiry, no write premium). "
-            "Cost per task solved uses caching-aware cost.",
+            "Ratios to the uncompressed baseline of the same agent (below 1: cheaper); token and cost "
+            f"columns are {cost_statistic_text(st.settings)}. Flat: every input token at the input price; "
+            f"caching-aware: {pricing_text(st.context)}. Cost per task solved: total caching-aware cost / "
+            "tasks solved, over the baseline's (always totals).",
         ],
     )
     return t
@@ -400,17 +455,18 @@ def table2_immediate(st: StatsTables) -> Table:
 
 
 def refetch(st: StatsTables) -> Table:
+    ci, ci_tex = st.ci()
     t = Table(
         name="refetch",
         title="Re-fetching: re-fetch rate against the baseline, deleted vs kept outputs, re-fetch distance",
         columns=[
             *_ID_COLS,
             Column("rate", "Re-fetch rate", align="r"),
-            Column("ratio", "Ratio [95 % CI]", latex=r"Ratio [95\,\% CI]", align="r"),
+            Column("ratio", f"Ratio {ci}", latex=f"Ratio {ci_tex}", align="r"),
             Column("deleted", "Deleted re-fetched", align="r"),
             Column("kept", "Kept re-fetched", align="r"),
-            Column("dvk", "Deleted/kept [95 % CI]", latex=r"Deleted/kept [95\,\% CI]", align="r"),
-            Column("distance", "Distance [95 % CI]", latex=r"Distance [95\,\% CI]", align="r"),
+            Column("dvk", f"Deleted/kept {ci}", latex=f"Deleted/kept {ci_tex}", align="r"),
+            Column("distance", f"Distance {ci}", latex=f"Distance {ci_tex}", align="r"),
         ],
         data_columns=[
             *_ID_COLUMNS,
@@ -468,17 +524,14 @@ def refetch(st: StatsTables) -> Table:
             else:
                 t.rows[i]["distance"] = fmt.NA
     marked.finish({"ratio": "refetch_ratio", "dvk": "deleted_vs_kept"})
-    rate_def = (
-        "re-fetches / reads pooled over the runs"
-        if st.settings.refetch_rate == "pooled"
-        else "the mean of the runs' re-fetch rates"
-    )
+    threshold = f"{st.context.refetch_threshold * 100:.10g}"
     t.notes = _notes(
         st,
         holm,
         [
-            f"Re-fetch rate: {rate_def} (a read is a re-fetch when ≥ 80 % of its distinct lines "
-            "were read before). Deleted/kept re-fetched: share of read outputs re-fetched among those "
+            f"Re-fetch rate: {refetch_rate_text(st.settings)}; a read is a re-fetch when ≥ {threshold} % of "
+            "its distinct lines were read before. Deleted/kept re-fetched: share of read outputs re-fetched "
+            "among those "
             "deleted from the context and among those kept; – where a configuration deletes no read "
             "output or keeps none. "
             "Distance: median turns between a re-fetch and the earlier read it repeats (no test).",
@@ -519,17 +572,16 @@ def cost_breakdown(st: StatsTables) -> Table:
         ],
     )
     for agent in st.agents:
-        base = st.baseline(agent)
-        base_total = sum(float(base[c] or 0) for _, c, _ in parts) if base else float("nan")
-        rows = st.agent_rows(agent)
-        for r in rows:
+        for r in st.agent_rows(agent):
             comps = {c: r.get(c) for _, c, _ in parts}
             total = float("nan") if any(fmt.is_missing(v) for v in comps.values()) else float(sum(comps.values()))
             shares = {
                 c: (float(v) / total if total else float("nan")) if not fmt.is_missing(v) else float("nan")
                 for c, v in comps.items()
             }
-            ratio = total / base_total if base_total else float("nan")
+            # the baseline's cost on the row's own tasks (summary_mask): one task set per row
+            base_total = r.get("baseline_cost")
+            ratio = total / float(base_total) if not fmt.is_missing(base_total) and base_total else float("nan")
             data = {
                 **_id_data(r),
                 "pricing_profile": r.get("pricing_profile"),
@@ -545,13 +597,19 @@ def cost_breakdown(st: StatsTables) -> Table:
                 **{k: fmt.number(shares[c] * 100, 0) for k, c, _ in parts},
             }
             t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
-    profile = next((r.get("pricing_profile") for r in st.summary.values() if r.get("pricing_profile")), "")
     t.notes = _notes(
         st,
         None,
         [
-            f"Pricing profile {profile!s}. Cost: caching-aware cost summed over tasks of the mean over "
-            "repeats. Cached: prompt prefix shared with an earlier prompt of the run; new: tokens of "
+            f"Caching-aware: {pricing_text(st.context)}. Cost: caching-aware cost summed over "
+            "tasks of each task's mean over its repeats. × baseline: that total over the baseline's on the "
+            "same tasks (a ratio of totals"
+            + (
+                "; Table II's caching-aware column compares medians, statistics.cost_statistic: median"
+                if st.settings.cost_statistic == "median"
+                else ""
+            )
+            + "). Cached: prompt prefix shared with an earlier prompt of the run; new: tokens of "
             "messages new in the call; re-billed: content sent before but billed at the full input price "
             "again because deletion broke the prefix (none in the baseline); output: generated tokens. "
             "Shares in % of the configuration's own cost.",
@@ -595,7 +653,7 @@ def comparisons(st: StatsTables) -> Table:
     by_pair: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
     for c in st.comparisons:
         by_pair.setdefault((c["agent"], c["first"], c["second"]), {})[c["metric"]] = c
-    holm = Holm("comparisons", st.settings)
+    holm = Holm("comparisons", st.settings, unit="comparison kind within a column")
     marked = _Marked(t, holm)
     for (agent, first, second), cells in by_pair.items():
         any_row = next(iter(cells.values()))
@@ -632,13 +690,18 @@ def comparisons(st: StatsTables) -> Table:
             marked.cell(i, key, text, f"{kind}/{metric}", c, metric)
     prefixes = {k: m for k, m, _, _, _, _ in metrics}
     marked.finish(prefixes)
-    holm_note = "Holm families: each comparison kind × column." if st.settings.holm_family == "column" else ""
+    short = sorted(
+        {f"{r['agent']}: {r['first']} → {r['second']} ({int(r['n_tasks'])} tasks)"
+         for r in st.comparisons if int(r["n_tasks"]) < st.n_tasks}
+    )
     t.notes = _notes(
         st,
         holm,
         [
             "Each cell: the second configuration's estimate minus the first's (Δ tasks solved, or the "
-            "ratio to the baseline), from the same resamples. " + holm_note,
+            "ratio to the baseline), from the same resamples, with both configurations and the baseline "
+            f"on the tasks all three have. Token and cost ratios are {cost_statistic_text(st.settings)}."
+            + (f" Pairs on fewer tasks: {', '.join(short)}." if short else ""),
         ],
     )
     return t
@@ -652,9 +715,10 @@ def _is_policy(row: Mapping[str, Any]) -> bool:
 def policies_comparison(st: StatsTables) -> Table:
     """The paper's delayed configurations against the policies beyond the paper, per agent:
     tasks solved and caching-aware cost against the baseline."""
+    ci, ci_tex = st.ci()
     metrics = [
-        ("cache", "cost_cache", "Caching-aware cost [95 % CI]", r"Caching-aware cost [95\,\% CI]"),
-        ("flat", "cost_flat", "Flat cost [95 % CI]", r"Flat cost [95\,\% CI]"),
+        ("cache", "cost_cache", f"Caching-aware cost {ci}", f"Caching-aware cost {ci_tex}"),
+        ("flat", "cost_flat", f"Flat cost {ci}", f"Flat cost {ci_tex}"),
     ]
     t = Table(
         name="policies_comparison",
@@ -668,7 +732,7 @@ def policies_comparison(st: StatsTables) -> Table:
             Column("granularity", "Granularity"),
             Column("amount", "Amount %", latex=r"Amount \%", align="r"),
             Column("solved", "Solved", align="r"),
-            Column("delta", "Δ solved [95 % CI]", latex=r"$\Delta$ solved [95\,\% CI]", align="r"),
+            Column("delta", f"Δ solved {ci}", latex=rf"$\Delta$ solved {ci_tex}", align="r"),
             *[Column(k, h, latex=lt, align="r") for k, _, h, lt in metrics],
             Column("rebilled", "Re-billed %", latex=r"Re-billed \%", align="r"),
         ],
@@ -757,10 +821,11 @@ def policies_comparison(st: StatsTables) -> Table:
     extra = [
         "Rows: each agent's baseline, the paper's delayed configurations of this study, then every "
         "configuration beyond the paper's 42 (config/README.md, policies beyond the paper). "
-        "Δ solved: tasks solved minus the baseline's; cost: ratio to the baseline (below 1: cheaper); "
-        "caching-aware: the longest prefix shared with an earlier prompt of the run at the cached price. "
-        "Re-billed: share of the caching-aware cost paid for content sent before whose cached prefix "
-        "a rewrite broke.",
+        "Solved and Δ solved: on the tasks the configuration and its baseline both have; cost: "
+        f"{cost_statistic_text(st.settings)}, configuration over baseline (below 1: cheaper); "
+        f"caching-aware: {pricing_text(st.context)}. "
+        "Re-billed: share of the caching-aware cost (summed over tasks) paid for content sent before "
+        "whose cached prefix a rewrite broke.",
     ]
     if not n_policies:
         extra.append("This study has no configuration beyond the paper's 42.")

@@ -1,0 +1,188 @@
+"""The notes under the tables, generated from the settings the numbers were computed with.
+
+No note states a fixed choice: the bootstrap's resamples, seed and confidence, how the medians
+treat repeats (``statistics.baseline_median``), what the cost ratios compare
+(``statistics.cost_statistic``), the re-fetch rate (``statistics.refetch_rate``), the
+Holm–Bonferroni families (``statistics.holm_family``, with their sizes as counted), what an
+evaluation error counts as (``evaluation.on_error``), the analysis thresholds and the pricing
+profile's cache rules all come from :class:`~forgetting.stats.settings.StatsSettings` and
+:class:`NoteContext`, so a changed setting changes its note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from forgetting.stats.settings import StatsSettings
+
+
+@dataclass(frozen=True)
+class NoteContext:
+    """What the notes say about the stages before the statistics (from the study's config)."""
+
+    refetch_threshold: float = 0.8
+    looping_window: int = 10
+    turn_cap: int | None = None
+    #: the primary pricing profile's name and its cache rules beyond the paper's lower bound
+    #: (empty: the lower bound itself); None when unknown
+    pricing: tuple[str, tuple[str, ...]] | None = None
+
+    @classmethod
+    def from_study(cls, study: Any) -> NoteContext:
+        from forgetting.cost.pricing import profiles_from_config
+
+        analysis = study.section("analysis")
+        profiles, primary = profiles_from_config(study.section("pricing"), study.root)
+        profile = next(p for p in profiles if p.name == primary)
+        return cls(
+            refetch_threshold=float(analysis.get("refetch_threshold", 0.8)),
+            looping_window=int(analysis.get("looping_window", 10)),
+            turn_cap=int(study.section("agent").get("turn_cap", 200)),
+            pricing=(primary, cache_rules(profile)),
+        )
+
+
+def cache_rules(profile: Any) -> tuple[str, ...]:
+    """A pricing profile's departures from the paper's lower bound, as short phrases."""
+    rules = []
+    if profile.min_prefix or profile.increment != 1:
+        rules.append(f"hits from {profile.min_prefix} tokens in steps of {profile.increment}")
+    if profile.recompute_last_token:
+        rules.append("the last token of a full hit recomputed")
+    if profile.ttl_s is not None:
+        rules.append(f"entries expire {profile.ttl_s:g} s after their last use")
+    if profile.capacity_tokens is not None:
+        rules.append(f"an LRU cache of {profile.capacity_tokens} tokens")
+    if profile.cache_write != profile.input:
+        rules.append(f"cache writes at {profile.cache_write / profile.input:.2f}× the input price"
+                     if profile.input else "cache writes priced apart")
+    return tuple(rules)
+
+
+def percent(confidence: float) -> str:
+    """``0.95`` → ``95``; ``0.975`` → ``97.5``."""
+    return f"{confidence * 100:.10g}"
+
+
+def ci_header(confidence: float) -> tuple[str, str]:
+    """The ``[95 % CI]`` suffix of a column header: Markdown and LaTeX."""
+    p = percent(confidence)
+    return f"[{p} % CI]", rf"[{p}\,\% CI]"
+
+
+def bootstrap_note(settings: StatsSettings, n_tasks: int) -> str:
+    s = settings
+    return (
+        f"Paired bootstrap over the {n_tasks} tasks: {s.resamples} resamples (seed {s.seed}), "
+        f"{percent(s.confidence)} % percentile CIs; each configuration and its baseline are computed on the "
+        "same resampled tasks, those both have. Sums over tasks add each task's mean over its repeats."
+    )
+
+
+def median_note(settings: StatsSettings, what: str = "Median turns") -> str:
+    """How a median over runs treats repeats (``statistics.baseline_median``)."""
+    if settings.baseline_median == "pooled":
+        return (
+            f"{what}: the median over runs, pooling every repeat of each resampled task "
+            "(the baseline's repeats each count as a run)."
+        )
+    return (
+        f"{what}: for a set with several repeats per task (the baseline), the median over tasks of "
+        "each task's mean over its repeats; otherwise the median over runs."
+    )
+
+
+def cost_statistic_text(settings: StatsSettings) -> str:
+    """What a token or cost ratio compares (``statistics.cost_statistic``)."""
+    if settings.cost_statistic == "total":
+        return "ratios of totals, a total being the sum over tasks of each task's mean over its repeats"
+    rule = (
+        "pooling every repeat of a task"
+        if settings.baseline_median == "pooled"
+        else "for the baseline, the median over tasks of each task's mean over its repeats"
+    )
+    return f"ratios of medians over runs, {rule}"
+
+
+def refetch_rate_text(settings: StatsSettings) -> str:
+    if settings.refetch_rate == "pooled":
+        return "re-fetches / reads, pooled over the runs, each task's counts averaged over its repeats"
+    return (
+        "the mean of the runs' re-fetch rates, runs without reads left out, each run weighted by "
+        "1 / its task's repeats"
+    )
+
+
+def pricing_text(context: NoteContext) -> str:
+    """Caching-aware pricing as the primary profile defines it."""
+    base = "the longest prefix shared with an earlier prompt of the run at the cached price"
+    if context.pricing is None:
+        return f"{base}, under the primary pricing profile"
+    name, rules = context.pricing
+    if not rules:
+        return f"{base}, pricing profile {name}: a lower bound, no expiry and no write premium"
+    return f"{base}, with pricing profile {name}'s rules: {'; '.join(rules)}"
+
+
+def holm_note(
+    settings: StatsSettings, sizes: Mapping[str, int], unit: str, raw_mark: str, holm_mark: str
+) -> str:
+    """The marks and the Holm–Bonferroni families as they were formed (``sizes``: family → tests)."""
+    marks = f"{raw_mark} CI excludes the null (0 for differences, 1 for ratios); "
+    alpha = f"α = {settings.alpha:.2g}"
+    if settings.holm_family == "table":
+        family = f"all {sum(sizes.values())} tests of this table as one family ({alpha})"
+    elif sizes:
+        counts = sorted(set(sizes.values()))
+        each = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+        tests = "test" if counts == [1] else "tests"
+        families = "family" if len(sizes) == 1 else "families"
+        family = f"each {unit} as its own family ({len(sizes)} {families} of {each} {tests}; {alpha})"
+    else:
+        family = f"each {unit} as its own family ({alpha})"
+    return f"{marks}{holm_mark} also significant after Holm–Bonferroni over {family}."
+
+
+def eval_errors_note(settings: StatsSettings, rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """What the evaluation errors were and what they count as (``evaluation.on_error``)."""
+    hit = [r for r in rows if int(r.get("n_eval_errors") or 0)]
+    if not hit:
+        return None
+    total = sum(int(r["n_eval_errors"]) for r in hit)
+    listing = "; ".join(
+        f"{r['agent']}/{r['configuration']}: {int(r['n_eval_errors'])} ({', '.join(r['eval_error_tasks'] or [])})"
+        for r in hit
+    )
+    head = f"Evaluation errors (timeout or harness error: no verdict on the patch): {total} run(s) — {listing}."
+    if settings.on_error == "exclude":
+        return (
+            f"{head} Excluded (evaluation.on_error: exclude): each such task is left out of both the "
+            "configuration and its baseline in that evaluation's comparisons (a baseline run's task: "
+            "in every comparison of its agent)."
+        )
+    return f"{head} Counted as not solved (evaluation.on_error: unresolved)."
+
+
+def fewer_tasks_note(
+    rows: Sequence[Mapping[str, Any]],
+    n_tasks: int,
+    on_error: str,
+    detail: Callable[[Mapping[str, Any]], str] | None = None,
+) -> str | None:
+    """The rows computed on fewer tasks than the study has, each with its count (and ``detail``)."""
+    short = [r for r in rows if int(r["n_tasks"]) < n_tasks]
+    if not short:
+        return None
+    why = "runs missing or evaluation errors excluded" if on_error == "exclude" else "runs missing"
+
+    def one(r: Mapping[str, Any]) -> str:
+        extra = detail(r) if detail else ""
+        return f"{r['agent']}/{r['configuration']} ({int(r['n_tasks'])} tasks{'; ' + extra if extra else ''})"
+
+    listing = ", ".join(one(r) for r in short)
+    return (
+        f"Computed on fewer than the study's {n_tasks} tasks ({why}; every column of a row on the same "
+        f"tasks, an evaluation on those it and its baseline both have): {listing}."
+    )
