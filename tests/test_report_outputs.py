@@ -14,7 +14,7 @@ from stats_study import make_study
 
 from conftest import ROOT, bin_path, cli_env
 from forgetting.collect import collect
-from forgetting.figures import FIGURE_FORMATS, FIGURES
+from forgetting.figures import FIGURE_FORMATS, FIGURE_WIDTH_IN, FIGURES, PNG_DPI
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset
 from forgetting.tables import FORMATS, TABLES
@@ -64,7 +64,7 @@ def test_every_table_and_figure_is_written(built):
     assert len(comparisons) == 1 + 4  # per agent: one timing and one granularity pair
     for name in FIGURES:
         with Image.open(layout.figures / f"{name}.png") as im:
-            assert im.width > 800 and im.height > 500
+            assert im.width == round(FIGURE_WIDTH_IN * PNG_DPI) and im.height > 2 * PNG_DPI  # 7 in wide
             pixels = np.asarray(im.convert("L"))
         assert pixels.std() > 10  # not a blank canvas
         assert (layout.figures / f"{name}.pdf").read_bytes().startswith(b"%PDF")
