@@ -66,12 +66,13 @@ MISSING = {
     ("mini-text", "reuse4-delayed", "refetch_rate"): (math.nan, math.nan, math.nan),  # n/a
     ("trae", "delayed-turn-tool_output-100", "refetch_rate"): (math.nan, math.nan, math.nan),  # n/a
     ("mini-text", "keep8-turn-tool_output-100", "cost_flat"): (math.inf, math.inf, math.inf),  # ∞
+    ("trae", "delayed-token-tool_output-75", "refetch_rate"): (0.0, 0.0, 0.6),  # 0 on a log scale
 }
 #: per figure: the metrics it draws from the effects and the marks the set gives it
 FIGURE_MARKS = {
     "cost_ratio": {"missing:no_ci": 1, "missing:infinite": 1},
     "tasks_solved": {"missing:no_ci": 1},
-    "refetch_by_amount": {"missing:unbounded_ci": 1, "missing:no_estimate": 2},
+    "refetch_by_amount": {"missing:unbounded_ci": 1, "missing:no_estimate": 2, "missing:zero": 1},
     "cost_breakdown": {"missing:no_estimate": 1},
 }
 COST = ("cost_cached", "cost_new", "cost_rebilled", "cost_cache_write", "cost_output")
@@ -222,7 +223,7 @@ def test_missing_numbers_are_marked_and_footnoted(rendered, name):
     text = footnote.get_text().replace("\n    ", " ")
     for gid, n in FIGURE_MARKS[name].items():
         mark = {"missing:no_ci": "no CI", "missing:unbounded_ci": "CI ∞", "missing:infinite": "∞",
-                "missing:no_estimate": "n/a"}[gid]
+                "missing:no_estimate": "n/a", "missing:zero": "0"}[gid]
         assert f"{mark} ({n}×): " in text
 
 

@@ -1,7 +1,7 @@
 """The figures' page layout: a fixed width, configurations as labelled rows, footnotes.
 
 Every figure is :data:`FIGURE_WIDTH_IN` wide (the text width of a two-column paper, so it is
-legible printed at that size: 7–8.5 pt text) and only as high as its rows need. A grid of
+legible printed at that size: 7–9 pt text) and only as high as its rows need. A grid of
 panels has one column per agent and one row per :class:`Section` (the paper's configurations
 at each timing, then the policies beyond the paper); within a panel each configuration is a
 row with a horizontal label on the left (:func:`row_label`: short, wrapped to

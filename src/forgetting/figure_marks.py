@@ -9,6 +9,7 @@ kind               drawn as    when
 =================  ==========  ============================================================
 ``no_estimate``    ``n/a``     the estimate is undefined (or the effect is absent)
 ``infinite``       ``∞``       the estimate is an infinite ratio
+``zero``           ``0``       a ratio of 0 on a log scale, which cannot show it
 ``no_ci``          ``no CI``   the estimate is defined, a CI bound is undefined: point, no bar
 ``unbounded_ci``   ``CI ∞``    the estimate is defined, a CI bound is infinite: point, no bar
 =================  ==========  ============================================================
@@ -26,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-MARK_TEXT = {"no_estimate": "n/a", "infinite": "∞", "no_ci": "no CI", "unbounded_ci": "CI ∞"}
+MARK_TEXT = {"no_estimate": "n/a", "infinite": "∞", "zero": "0", "no_ci": "no CI", "unbounded_ci": "CI ∞"}
 MARK_SIZE = 7
 
 
@@ -44,13 +45,16 @@ def _finite(x: Any) -> bool:
     return x is not None and not math.isnan(x) and not math.isinf(x)
 
 
-def point_of(effect: Mapping[str, Any] | None) -> Point:
-    """The point to draw for an effects row (None: no row)."""
+def point_of(effect: Mapping[str, Any] | None, *, log: bool = False) -> Point:
+    """The point to draw for an effects row (None: no row); ``log``: on a log scale, where an
+    estimate of 0 cannot be drawn (a CI bound of 0 draws its bar to the axis' end)."""
     est = None if effect is None else effect.get("estimate")
     if est is None or math.isnan(est):
         return Point(None, None, None, "no_estimate")
     if math.isinf(est):
         return Point(None, None, None, "infinite")
+    if log and est <= 0:
+        return Point(None, None, None, "zero")
     lo, hi = effect.get("ci_low"), effect.get("ci_high")  # type: ignore[union-attr]
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
         return Point(est, None, None, "no_ci")
@@ -75,6 +79,7 @@ class MissingMarks:
         why = {
             "no_estimate": "no estimate: the statistic is undefined (no runs, a missing value, or zero over zero)",
             "infinite": "an infinite ratio: the baseline's value is zero",
+            "zero": "a ratio of zero (none at all), which a log scale cannot show; written at its low end",
             "no_ci": f"the {self.ci} is undefined (no bootstrap resample gives a value); the point has no bar",
             "unbounded_ci": f"the {self.ci} is unbounded (resamples with a baseline of zero); the point has no bar",
         }
@@ -98,18 +103,22 @@ def draw_point(
     """Draw ``p`` at row ``pos`` (``horizontal``: value on x, else value on y at x = ``pos``).
 
     A missing estimate writes its mark on the reference value ``ref`` (``mark_align``: centred
-    on it or beside it), at the far end of the value axis for an infinite one; a missing CI
+    on it or beside it), at the far end of the value axis for an infinite one and at the near
+    end for a zero on a log scale; a missing CI
     draws the point without a bar and writes its mark to its right.
     """
     face = colour if filled else "white"
     if p.estimate is None:
         text = marks.text(p.mark or "no_estimate")
         style = {"fontsize": MARK_SIZE, "color": colour, "gid": f"missing:{p.mark}"}
-        if p.mark == "infinite":  # at the far end of the value axis
+        if p.mark in ("infinite", "zero"):  # at the far (near) end of the value axis
+            end = 0.99 if p.mark == "infinite" else 0.01
             if horizontal:
-                ax.text(0.99, pos, text, ha="right", va="center", transform=ax.get_yaxis_transform(), **style)
+                ha = "right" if p.mark == "infinite" else "left"
+                ax.text(end, pos, text, ha=ha, va="center", transform=ax.get_yaxis_transform(), **style)
             else:
-                ax.text(pos, 0.97, text, ha="center", va="top", transform=ax.get_xaxis_transform(), **style)
+                va = "top" if p.mark == "infinite" else "bottom"
+                ax.text(pos, end, text, ha="center", va=va, transform=ax.get_xaxis_transform(), **style)
         elif horizontal:  # on the reference line, masking it
             box = {"fc": "white", "ec": "none", "pad": 0.6}
             dx = {"center": 0, "left": 3, "right": -3}[mark_align]

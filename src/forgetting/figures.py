@@ -12,7 +12,7 @@
 
 Every figure is :data:`FIGURE_WIDTH_IN` wide (a two-column paper's text width) whatever the
 study; only its height grows, with the number of configurations. Configurations are rows with
-horizontal labels, shortened to the policy's label and wrapped (:func:`row_label`; the tables
+horizontal labels, shortened to the policy's label and wrapped (``figure_layout.row_label``; the tables
 carry the full names), in one section per timing and one for the policies beyond the paper;
 columns are agents (:mod:`forgetting.figure_layout`).
 
@@ -217,7 +217,7 @@ def _refetch_amounts(ax: Any, agent: str, section: Section, st: StatsTables, mar
                 continue
             ls, dx = styles[gran]
             xs = [float(r["amount"]) + dx for r in sel]
-            pts = [point_of(st.effects.get((agent, r["configuration"], "refetch_rate"))) for r in sel]
+            pts = [point_of(st.effects.get((agent, r["configuration"], "refetch_rate")), log=True) for r in sel]
             ys = [p.estimate if p.estimate is not None else math.nan for p in pts]
             if len(sel) > 1:
                 ax.plot(xs, ys, color=SCOPE_COLOURS[scope], ls=ls, lw=1.1, gid="amount-line")
@@ -249,7 +249,7 @@ def _refetch_policies(ax: Any, agent: str, section: Section, st: StatsTables, ma
     """Policies beyond the paper: one point per configuration, nothing joins them."""
     ax.axvline(1.0, **REFERENCE)
     for k, r in zip(section.positions, section.rows, strict=True):
-        p = point_of(st.effects.get((agent, r["configuration"], "refetch_rate")))
+        p = point_of(st.effects.get((agent, r["configuration"], "refetch_rate")), log=True)
         marker = GRANULARITY_MARKERS.get(r.get("granularity") or "", OTHER_MARKER)
         draw_point(ax, k, p, marks, ref=1.0, colour=_scope_colour(r), marker=marker)
     ax.set_xscale("log")
