@@ -30,7 +30,7 @@ fi
 
 profile="$(mktemp -d)"
 trap 'rm -rf "$profile"' EXIT
-flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
+flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking
        --disable-component-update --disable-sync --user-data-dir="$profile" --hide-scrollbars
        --window-size=1400,1000 --virtual-time-budget=15000)
 

@@ -45,3 +45,48 @@ ensure_git() {
     fi
   fi
 }
+
+# Debian packages for the checks of what a user sees, installed by scripts/test as root:
+#   chromium   renders the Snakemake HTML report (scripts/check-report.sh)
+#   pdflatex   compiles the LaTeX tables (booktabs, longtable, geometry, T1 fonts)
+# Without root or apt-get the tests that need a missing one skip with the reason given in
+# FORGETTING_CHROMIUM_SKIP / FORGETTING_TEX_SKIP.
+CHROMIUM_PACKAGES=(chromium)
+TEX_PACKAGES=(texlive-latex-base texlive-latex-recommended)
+
+can_apt_install() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+
+have_chromium() { command -v chromium >/dev/null || command -v chromium-browser >/dev/null; }
+
+ensure_report_tools() {
+  local need=() missing=()
+  if ! have_chromium; then need+=("${CHROMIUM_PACKAGES[@]}"); missing+=(chromium); fi
+  if ! command -v pdflatex >/dev/null; then need+=("${TEX_PACKAGES[@]}"); missing+=(pdflatex); fi
+  if [ ${#need[@]} -eq 0 ]; then
+    say "report checks: chromium and pdflatex are installed"
+    return 0
+  fi
+  if can_apt_install; then
+    say "report checks: installing ${need[*]} (Debian, --no-install-recommends) for ${missing[*]}"
+    local start=$SECONDS
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; }; then
+      echo "error: apt-get install ${need[*]} failed; the report's browser check and the LaTeX compile check need them" >&2
+      exit 1
+    fi
+    if ! have_chromium || ! command -v pdflatex >/dev/null; then
+      echo "error: apt-get installed ${need[*]} but chromium or pdflatex is still not on PATH" >&2
+      exit 1
+    fi
+    say "report checks: installed in $((SECONDS - start)) s"
+    return 0
+  fi
+  local why="not root (or no apt-get): ./scripts/test installs it as root with apt-get"
+  if ! have_chromium; then
+    export FORGETTING_CHROMIUM_SKIP="chromium not installed ($why: ${CHROMIUM_PACKAGES[*]}): the HTML report's rendering is not checked"
+    say "report checks: skipped ($FORGETTING_CHROMIUM_SKIP)"
+  fi
+  if ! command -v pdflatex >/dev/null; then
+    export FORGETTING_TEX_SKIP="pdflatex not installed ($why: ${TEX_PACKAGES[*]}): the LaTeX tables are not compiled"
+    say "report checks: skipped ($FORGETTING_TEX_SKIP)"
+  fi
+}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from stats_study import make_study
 
 from conftest import ROOT, bin_path, cli_env
 from forgetting.collect import collect
-from forgetting.figures import FIGURE_FORMATS, FIGURES
+from forgetting.figures import FIGURE_FORMATS, FIGURE_WIDTH_IN, FIGURES, PNG_DPI
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset
 from forgetting.tables import FORMATS, TABLES
@@ -63,7 +64,7 @@ def test_every_table_and_figure_is_written(built):
     assert len(comparisons) == 1 + 4  # per agent: one timing and one granularity pair
     for name in FIGURES:
         with Image.open(layout.figures / f"{name}.png") as im:
-            assert im.width > 800 and im.height > 500
+            assert im.width == round(FIGURE_WIDTH_IN * PNG_DPI) and im.height > 2 * PNG_DPI  # 7 in wide
             pixels = np.asarray(im.convert("L"))
         assert pixels.std() > 10  # not a blank canvas
         assert (layout.figures / f"{name}.pdf").read_bytes().startswith(b"%PDF")
@@ -98,9 +99,21 @@ def test_statistics_read_only_the_datasets(built):
     )
 
 
+def tool_missing(tool: str, skip_variable: str, packages: str) -> str | None:
+    """Why a check that needs ``tool`` cannot run here, or None: the reason ./scripts/test
+    exported in ``skip_variable`` when it could not install it, else a plain one."""
+    if shutil.which(tool) is not None:
+        return None
+    return os.environ.get(skip_variable) or (
+        f"{tool} not installed (Debian: apt-get install --no-install-recommends {packages}; "
+        "./scripts/test installs it when run as root)"
+    )
+
+
 def test_latex_tables_compile(built, tmp_path):
-    if shutil.which("pdflatex") is None:
-        pytest.skip("pdflatex not installed (Debian: apt-get install texlive-latex-recommended)")
+    missing = tool_missing("pdflatex", "FORGETTING_TEX_SKIP", "texlive-latex-base texlive-latex-recommended")
+    if missing:
+        pytest.skip(missing)
     study, _ = built
     inputs = "\n".join(rf"\input{{{Layout(study.results_dir).tables / f'{t}.tex'}}}" for t in TABLES)
     (tmp_path / "doc.tex").write_text(
@@ -151,10 +164,11 @@ def test_snakemake_regenerates_from_the_datasets_alone_and_reports_everything(bu
         f"{n}.{f}" for n in FIGURES for f in FIGURE_FORMATS
     ]
     assert all(name in html for name in names)
-    if shutil.which("chromium") is None and shutil.which("chromium-browser") is None:
-        pytest.skip(
-            "chromium not installed (Debian: apt-get install -y chromium): report rendering not checked"
-        )
+    missing = tool_missing("chromium", "FORGETTING_CHROMIUM_SKIP", "chromium") and tool_missing(
+        "chromium-browser", "FORGETTING_CHROMIUM_SKIP", "chromium"
+    )
+    if missing:
+        pytest.skip(missing)
     shot = tmp_path / "report.png"
     check = subprocess.run(
         ["bash", str(ROOT / "scripts/check-report.sh"), str(report), str(shot), *names],

@@ -2,12 +2,24 @@
 
 =====================  ===================================================================
 ``cost_ratio``         cost ratio to the baseline under flat and caching-aware pricing, with
-                       95 % CIs, per configuration (rows: agents; columns: timings)
-``tasks_solved``       Δ tasks solved against the baseline with 95 % CIs, per configuration
-``refetch_by_amount``  re-fetch rate ratio by deletion amount, per scope and granularity
+                       CIs, per configuration
+``tasks_solved``       Δ tasks solved against the baseline with CIs, per configuration
+``refetch_by_amount``  re-fetch rate ratio by deletion amount, per scope and granularity; the
+                       policies beyond the paper as separate points (they share no amount axis)
 ``cost_breakdown``     caching-aware cost split into cached / new / re-billed / output,
-                       relative to the baseline's total (bar height = cost ratio)
+                       relative to the baseline's total (bar length = cost ratio)
 =====================  ===================================================================
+
+Every figure is :data:`FIGURE_WIDTH_IN` wide (a two-column paper's text width) whatever the
+study; only its height grows, with the number of configurations. Configurations are rows with
+horizontal labels, shortened to the policy's label and wrapped (``figure_layout.row_label``; the tables
+carry the full names), in one section per timing and one for the policies beyond the paper;
+columns are agents (:mod:`forgetting.figure_layout`).
+
+A number that is missing is drawn as missing, never as a point or a bar of zero width
+(:mod:`forgetting.figure_marks`): an undefined estimate is written ``n/a`` (``∞`` for an
+infinite ratio), an undefined or unbounded CI leaves the point without a bar and writes
+``no CI`` (``CI ∞``) beside it; a footnote under the figure counts each kind.
 
 Colours are the Okabe–Ito palette (distinguishable with every common colour-vision
 deficiency); series also differ by marker or line style. Figures are drawn on
@@ -26,19 +38,22 @@ from typing import Any
 from forgetting.atomic import atomic_path
 from forgetting.config import Study
 from forgetting.faults import checkpoint
+from forgetting.figure_layout import (
+    FIGURE_WIDTH_IN,
+    Section,
+    finish_figure,
+    forest,
+    scope_bands,
+    sections_of,
+)
+from forgetting.figure_marks import MissingMarks, Point, draw_point, point_of
 from forgetting.layout import Layout
 from forgetting.stagelog import StageLog
-from forgetting.stats.labels import (
-    GRANULARITY_ORDER,
-    SCOPE_LABELS,
-    SCOPE_ORDER,
-    TIMING_ORDER,
-    agent_label,
-    amount_label,
-    is_paper_like,
-)
+from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_LABELS, SCOPE_ORDER, agent_label
 from forgetting.tables.build import StatsTables
 from forgetting.tables.format import is_missing
+
+__all__ = ["BUILDERS", "FIGURES", "FIGURE_FORMATS", "FIGURE_WIDTH_IN", "PNG_DPI", "save_figure", "write_figures"]
 
 FIGURES: tuple[str, ...] = ("cost_ratio", "tasks_solved", "refetch_by_amount", "cost_breakdown")
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "png")
@@ -60,6 +75,8 @@ SCOPE_COLOURS = {
     "both": OKABE_ITO["bluish_green"],
 }
 OTHER_COLOUR = OKABE_ITO["reddish_purple"]
+GRANULARITY_MARKERS = {"turn": "o", "token": "s"}
+OTHER_MARKER = "D"
 COMPONENT_COLOURS = {
     "cost_cached": OKABE_ITO["sky_blue"],
     "cost_new": OKABE_ITO["bluish_green"],
@@ -76,14 +93,15 @@ COMPONENT_LABELS = {
 }
 
 STYLE = {
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.labelsize": 9,
+    "font.size": 8,
+    "axes.titlesize": 8,
+    "axes.labelsize": 8,
     "xtick.labelsize": 7.5,
-    "ytick.labelsize": 8,
-    "legend.fontsize": 8,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7.5,
     "axes.spines.top": False,
     "axes.spines.right": False,
+    "axes.linewidth": 0.7,
     "svg.hashsalt": "forgetting",
     "pdf.fonttype": 42,
     "figure.dpi": 100,
@@ -91,280 +109,222 @@ STYLE = {
 PDF_METADATA = {"Creator": "forgetting", "Producer": None, "CreationDate": None, "ModDate": None}
 PNG_METADATA = {"Software": None}
 PNG_DPI = 150
+REFERENCE = {"color": "#555555", "lw": 0.8, "ls": "--", "gid": "reference"}
 
 
-def _panel(r: Mapping[str, Any]) -> str:
-    """The column a configuration is drawn in: its timing for the paper's policy, else ``other``
-    (policies beyond the paper, with their names as ticks)."""
-    return str(r["timing"]) if is_paper_like(r) else "other"
+def _ci(st: StatsTables) -> str:
+    return f"{st.settings.confidence * 100:g} % CI"
 
 
-def _panel_title(panel: str) -> str:
-    return "beyond the paper" if panel == "other" else panel
+def _scope_colour(r: Mapping[str, Any]) -> str:
+    return SCOPE_COLOURS.get(r.get("scope") or "", OTHER_COLOUR)
 
 
-def _timings(st: StatsTables, agent: str) -> list[str]:
-    present = {_panel(r) for r in st.evaluations(lambda r: r["agent"] == agent)}
-    return [t for t in (*TIMING_ORDER, "other") if t in present]
+def _has_other_colour(sections: Sequence[Section]) -> bool:
+    """Whether a configuration is drawn in :data:`OTHER_COLOUR` (it has no scope of the paper's)."""
+    return any((r.get("scope") or "") not in SCOPE_COLOURS for s in sections for r in s.rows)
 
 
-def _panel_layout(st: StatsTables) -> tuple[list[str], list[str]]:
-    agents = list(dict.fromkeys(a for a, _ in st.summary_order))
-    timings: list[str] = []
-    for a in agents:
-        for t in _timings(st, a):
-            if t not in timings:
-                timings.append(t)
-    order = [t for t in (*TIMING_ORDER, "other") if t in timings]
-    return agents, order or ["delayed"]
+def _scope_legend() -> list[Any]:
+    from matplotlib.lines import Line2D
 
-
-def _rows(st: StatsTables, agent: str, timing: str) -> list[dict[str, Any]]:
-    def keep(r: Mapping[str, Any]) -> bool:
-        return r["agent"] == agent and _panel(r) == timing
-
-    return st.evaluations(keep)
-
-
-def _tick(r: Mapping[str, Any]) -> str:
-    if not is_paper_like(r) or r.get("scope") is None:
-        return str(r["configuration"])
-    return f"{r.get('granularity')} {amount_label(r.get('amount'))}"
-
-
-def _scope_bands(ax: Any, rows: Sequence[Mapping[str, Any]], first: int = 0) -> None:
-    """Shade every other scope's band of x positions and name each scope above its band.
-
-    ``first`` skips leading positions that belong to no scope (the baseline bar).
-    """
-    start = first
-    for i in range(first + 1, len(rows) + 1):
-        if i == len(rows) or rows[i].get("scope") != rows[start].get("scope"):
-            scope = rows[start].get("scope")
-            if scope in SCOPE_ORDER and SCOPE_ORDER.index(scope) % 2 == 1:
-                ax.axvspan(start - 0.5, i - 0.5, color="#000000", alpha=0.05, lw=0)
-            label = SCOPE_LABELS.get(scope, str(scope)) if scope else "other"
-            ax.text(
-                (start + i - 1) / 2,
-                1.0,
-                label,
-                transform=ax.get_xaxis_transform(),
-                ha="center",
-                va="bottom",
-                fontsize=8,
-                color="#333333",
-            )
-            start = i
-
-
-def _finish_axes(ax: Any, rows: Sequence[Mapping[str, Any]]) -> None:
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([_tick(r) for r in rows], rotation=90)
-    ax.set_xlim(-0.6, len(rows) - 0.4)
-    ax.grid(axis="y", color="#dddddd", lw=0.6)
-    ax.set_axisbelow(True)
-    _scope_bands(ax, rows)
-
-
-def _err(e: Mapping[str, Any] | None) -> tuple[float, float, float]:
-    if not e or e.get("estimate") is None or math.isnan(e["estimate"]):
-        return (math.nan, 0.0, 0.0)
-    est, lo, hi = e["estimate"], e.get("ci_low"), e.get("ci_high")
-    lo = est if lo is None or math.isnan(lo) else lo
-    hi = est if hi is None or math.isnan(hi) else hi
-    return (est, max(0.0, est - lo), max(0.0, hi - est))
-
-
-def _grid(
-    st: StatsTables, height_per_row: float = 3.2, width_per_col: float = 7.0
-) -> tuple[Any, Any, list, list]:
-    from matplotlib.figure import Figure
-
-    agents, timings = _panel_layout(st)
-    fig = Figure(
-        figsize=(width_per_col * len(timings), height_per_row * len(agents) + 0.9), layout="constrained"
-    )
-    axes = fig.subplots(len(agents), len(timings), squeeze=False)
-    return fig, axes, agents, timings
-
-
-def _title(fig: Any, text: str, st: StatsTables) -> None:
-    fig.suptitle(text + (f"\n{st.provenance}" if st.provenance else ""), fontsize=11)
+    return [Line2D([], [], color=c, marker="o", ls="", label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()]
 
 
 def cost_ratio(st: StatsTables) -> Any:
-    fig, axes, agents, timings = _grid(st)
+    from matplotlib.lines import Line2D
+
+    marks = MissingMarks(_ci(st))
+    sections = sections_of(st)
     series = [
-        ("cost_flat", "flat pricing", OKABE_ITO["blue"], "o", -0.17),
-        ("cost_cache", "caching-aware pricing", OKABE_ITO["vermillion"], "s", 0.17),
+        ("cost_flat", "flat pricing", OKABE_ITO["blue"], "o", -0.2),
+        ("cost_cache", "caching-aware pricing", OKABE_ITO["vermillion"], "s", 0.2),
     ]
-    for i, agent in enumerate(agents):
-        for j, timing in enumerate(timings):
-            ax = axes[i][j]
-            rows = _rows(st, agent, timing)
-            ax.axhline(1.0, color="#555555", lw=0.8, ls="--")
-            for metric, label, colour, marker, dx in series:
-                pts = [_err(st.effects.get((agent, r["configuration"], metric))) for r in rows]
-                xs = [k + dx for k in range(len(rows))]
-                ax.errorbar(
-                    xs,
-                    [p[0] for p in pts],
-                    yerr=[[p[1] for p in pts], [p[2] for p in pts]],
-                    fmt=marker,
-                    color=colour,
-                    ms=4,
-                    lw=1,
-                    capsize=0,
-                    label=label,
-                )
-            _finish_axes(ax, rows)
-            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}", pad=14)
-            if j == 0:
-                ax.set_ylabel("cost / baseline cost")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False)
-    _title(fig, "Estimated cost relative to the uncompressed baseline (95 % CIs)", st)
+    fig, axes = forest(st, sections, xlabel="cost / baseline cost")
+    for si, section in enumerate(sections):
+        for ai, agent in enumerate(st.agents):
+            ax = axes[si][ai]
+            ax.axvline(1.0, **REFERENCE)
+            for k, r in zip(section.positions, section.rows, strict=True):
+                for metric, _, colour, marker, dy in series:
+                    p = point_of(st.effects.get((agent, r["configuration"], metric)))
+                    draw_point(ax, k + dy, p, marks, ref=1.0, colour=colour, marker=marker, size=3.5)
+            scope_bands(ax, section)
+    handles: list[Any] = [Line2D([], [], color=c, marker=m, ls="", label=lab) for _, lab, c, m, _ in series]
+    finish_figure(
+        fig,
+        f"Estimated cost relative to the uncompressed baseline ({_ci(st)}s)",
+        st,
+        handles,
+        marks,
+    )
     return fig
 
 
 def tasks_solved(st: StatsTables) -> Any:
     from matplotlib.lines import Line2D
 
-    fig, axes, agents, timings = _grid(st)
-    for i, agent in enumerate(agents):
+    marks = MissingMarks(_ci(st))
+    sections = sections_of(st)
+
+    def solved(agent: str) -> str:
         base = st.baseline(agent)
-        for j, timing in enumerate(timings):
-            ax = axes[i][j]
-            rows = _rows(st, agent, timing)
-            ax.axhline(0.0, color="#555555", lw=0.8, ls="--")
-            for k, r in enumerate(rows):
+        n = base.get("tasks_solved") if base else None
+        return f"{agent_label(agent)} {'n/a' if is_missing(n) else f'{n:.1f}'}"
+
+    fig, axes = forest(st, sections, xlabel="Δ tasks solved vs baseline")
+    for si, section in enumerate(sections):
+        for ai, agent in enumerate(st.agents):
+            ax = axes[si][ai]
+            ax.axvline(0.0, **REFERENCE)
+            for k, r in zip(section.positions, section.rows, strict=True):
                 e = st.effects.get((agent, r["configuration"], "tasks_solved"))
-                est, lo, hi = _err(e)
-                colour = SCOPE_COLOURS.get(r.get("scope"), OTHER_COLOUR)
                 significant = bool(e and e.get("significant"))
-                ax.errorbar(
-                    [k],
-                    [est],
-                    yerr=[[lo], [hi]],
-                    fmt="o",
-                    ms=4.5,
-                    lw=1,
-                    color=colour,
-                    mfc=colour if significant else "white",
-                    mec=colour,
-                )
-            _finish_axes(ax, rows)
-            solved = f" (baseline {base['tasks_solved']:.1f} solved)" if base else ""
-            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}{solved}", pad=14)
-            if j == 0:
-                ax.set_ylabel("Δ tasks solved vs baseline")
-    handles = [
-        Line2D([], [], color=c, marker="o", ls="", label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()
-    ]
-    handles.append(Line2D([], [], color="#555555", marker="o", mfc="white", ls="", label="CI includes 0"))
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
-    _title(fig, "Tasks solved: difference to the baseline with 95 % CIs", st)
+                draw_point(ax, k, point_of(e), marks, ref=0.0, colour=_scope_colour(r), marker="o", filled=significant)
+            scope_bands(ax, section)
+    handles = _scope_legend()
+    if _has_other_colour(sections):
+        handles.append(Line2D([], [], color=OTHER_COLOUR, marker="o", ls="", label="other policy"))
+    handles.append(Line2D([], [], color="#555555", marker="o", mfc="white", ls="", label=f"{_ci(st)} includes 0"))
+    finish_figure(
+        fig,
+        f"Tasks solved: difference to the baseline with {_ci(st)}s",
+        st,
+        handles,
+        marks,
+        subtitle="Baseline tasks solved (mean over repeats): " + ", ".join(solved(a) for a in st.agents),
+    )
     return fig
+
+
+def _log_axis(axis: Any) -> None:
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _refetch_amounts(ax: Any, agent: str, section: Section, st: StatsTables, marks: MissingMarks) -> None:
+    """Re-fetch ratio against the amount deleted: one line per scope × granularity (the same
+    policy at growing amounts), the two granularities set apart a little."""
+    rows = [r for r in section.rows if r.get("scope") in SCOPE_ORDER and not is_missing(r.get("amount"))]
+    styles = {"turn": ("-", -1.2), "token": ("--", 1.2)}
+    for scope in SCOPE_ORDER:
+        for gran in GRANULARITY_ORDER:
+            sel = [r for r in rows if r.get("scope") == scope and r.get("granularity") == gran]
+            if not sel:
+                continue
+            ls, dx = styles[gran]
+            xs = [float(r["amount"]) + dx for r in sel]
+            pts = [point_of(st.effects.get((agent, r["configuration"], "refetch_rate")), log=True) for r in sel]
+            ys = [p.estimate if p.estimate is not None else math.nan for p in pts]
+            if len(sel) > 1:
+                ax.plot(xs, ys, color=SCOPE_COLOURS[scope], ls=ls, lw=1.1, gid="amount-line")
+            for x, p in zip(xs, pts, strict=True):
+                draw_point(
+                    ax,
+                    x,
+                    p,
+                    marks,
+                    ref=1.0,
+                    colour=SCOPE_COLOURS[scope],
+                    marker=GRANULARITY_MARKERS[gran],
+                    horizontal=False,
+                )
+    amounts = sorted({float(r["amount"]) for r in rows})
+    if amounts:
+        ax.set_xticks(amounts, [f"{a:g}" for a in amounts])
+        ax.set_xlim(amounts[0] - 10, amounts[-1] + 10)
+    ax.axhline(1.0, **REFERENCE)
+    ax.set_yscale("log")
+    ax.margins(y=0.12)
+    _log_axis(ax.yaxis)
+    ax.set_xlabel("amount deleted (%)")
+    ax.grid(axis="y", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+
+
+def _refetch_policies(ax: Any, agent: str, section: Section, st: StatsTables, marks: MissingMarks) -> None:
+    """Policies beyond the paper: one point per configuration, nothing joins them."""
+    ax.axvline(1.0, **REFERENCE)
+    for k, r in zip(section.positions, section.rows, strict=True):
+        p = point_of(st.effects.get((agent, r["configuration"], "refetch_rate")), log=True)
+        marker = GRANULARITY_MARKERS.get(r.get("granularity") or "", OTHER_MARKER)
+        draw_point(ax, k, p, marks, ref=1.0, colour=_scope_colour(r), marker=marker)
+    ax.set_xscale("log")
+    _log_axis(ax.xaxis)
 
 
 def refetch_by_amount(st: StatsTables) -> Any:
     from matplotlib.lines import Line2D
-    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
 
-    fig, axes, agents, timings = _grid(st, height_per_row=3.0, width_per_col=4.8)
-    styles = {"turn": ("-", "o"), "token": ("--", "s")}
-    for i, agent in enumerate(agents):
-        for j, timing in enumerate(timings):
-            ax = axes[i][j]
-            rows = [
-                r
-                for r in _rows(st, agent, timing)
-                if r.get("scope") in SCOPE_ORDER and not is_missing(r.get("amount"))
-            ]
-            ax.axhline(1.0, color="#555555", lw=0.8, ls=":")
-            for scope in SCOPE_ORDER:
-                for gran in GRANULARITY_ORDER:
-                    sel = [r for r in rows if r.get("scope") == scope and r.get("granularity") == gran]
-                    if not sel:
-                        continue
-                    pts = [_err(st.effects.get((agent, r["configuration"], "refetch_rate"))) for r in sel]
-                    xs = [float(r["amount"]) + (-1.2 if gran == "turn" else 1.2) for r in sel]
-                    ls, marker = styles.get(gran, ("-", "o"))
-                    ax.errorbar(
-                        xs,
-                        [p[0] for p in pts],
-                        yerr=[[p[1] for p in pts], [p[2] for p in pts]],
-                        color=SCOPE_COLOURS[scope],
-                        ls=ls,
-                        marker=marker,
-                        ms=4,
-                        lw=1.2,
-                        capsize=0,
-                    )
-            ax.set_yscale("log")
-            ax.yaxis.set_major_locator(FixedLocator([0.5, 1, 2, 5, 10, 20]))
-            ax.yaxis.set_major_formatter(ScalarFormatter())
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            ax.set_xticks([25, 50, 75, 100])
-            ax.set_xlabel("amount deleted (%)")
-            ax.grid(axis="y", color="#dddddd", lw=0.6)
-            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}")
-            if j == 0:
-                ax.set_ylabel("re-fetch rate / baseline")
-    handles = [Line2D([], [], color=c, lw=1.5, label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()]
+    marks = MissingMarks(_ci(st))
+    sections = sections_of(st)
+    fig, axes = forest(
+        st,
+        sections,
+        xlabel="re-fetch rate / baseline (log scale)",
+        plot_height_in={s.key: 1.3 for s in sections if s.key != "other"},
+        share_x=False,
+    )
+    for si, section in enumerate(sections):
+        for ai, agent in enumerate(st.agents):
+            ax = axes[si][ai]
+            if section.key == "other":
+                _refetch_policies(ax, agent, section, st, marks)
+            else:
+                _refetch_amounts(ax, agent, section, st, marks)
+                ax.set_ylabel("re-fetch rate / baseline" if ai == 0 else "")
+    handles = [Line2D([], [], color=c, lw=1.2, label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()]
     handles += [
-        Line2D([], [], color="#555555", ls=styles[g][0], marker=styles[g][1], label=f"{g}-level")
-        for g in GRANULARITY_ORDER
+        Line2D([], [], color="#555555", ls=ls, marker=GRANULARITY_MARKERS[g], label=f"{g}-level")
+        for g, ls in (("turn", "-"), ("token", "--"))
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
-    _title(fig, "Re-fetch rate relative to the baseline, by amount deleted (95 % CIs, log scale)", st)
+    if _has_other_colour(sections):
+        handles.append(Line2D([], [], color=OTHER_COLOUR, marker=OTHER_MARKER, ls="", label="other policy"))
+    finish_figure(
+        fig, f"Re-fetch rate relative to the baseline, by amount deleted ({_ci(st)}s, log scale)", st, handles, marks
+    )
     return fig
+
+
+def _components(row: Mapping[str, Any] | None, comps: Sequence[str]) -> list[float] | None:
+    """The row's cost components, None when there is no row or one of them is missing."""
+    if row is None or any(is_missing(row.get(c)) for c in comps):
+        return None
+    return [float(row[c]) for c in comps]
 
 
 def cost_breakdown(st: StatsTables) -> Any:
     from matplotlib.patches import Patch
 
-    fig, axes, agents, timings = _grid(st)
+    marks = MissingMarks(_ci(st))
+    sections = sections_of(st, with_baseline=True)
     comps = [
-        c
-        for c in COMPONENT_COLOURS
-        if c != "cost_cache_write" or any((r.get(c) or 0) > 0 for r in st.summary.values())
+        c for c in COMPONENT_COLOURS if c != "cost_cache_write" or any((r.get(c) or 0) > 0 for r in st.summary.values())
     ]
-    for i, agent in enumerate(agents):
-        base = st.baseline(agent)
-        base_total = sum(float(base.get(c) or 0) for c in comps) if base else 0.0
-        for j, timing in enumerate(timings):
-            ax = axes[i][j]
-            rows = ([base] if base else []) + _rows(st, agent, timing)
-            bottom = [0.0] * len(rows)
-            for c in comps:
-                heights = [(float(r.get(c) or 0) / base_total if base_total else 0.0) for r in rows]
-                ax.bar(
-                    range(len(rows)),
-                    heights,
-                    bottom=bottom,
-                    color=COMPONENT_COLOURS[c],
-                    width=0.75,
-                    label=COMPONENT_LABELS[c],
-                    edgecolor="white",
-                    lw=0.3,
-                )
-                bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-            ax.axhline(1.0, color="#555555", lw=0.8, ls="--")
-            ax.set_xticks(range(len(rows)))
-            ax.set_xticklabels(
-                ["baseline" if r["configuration"] == "baseline" else _tick(r) for r in rows], rotation=90
-            )
-            ax.set_xlim(-0.6, len(rows) - 0.4)
-            ax.grid(axis="y", color="#dddddd", lw=0.6)
-            ax.set_axisbelow(True)
-            _scope_bands(ax, rows, first=1 if base else 0)
-            ax.set_title(f"{agent_label(agent)} · {_panel_title(timing)}", pad=14)
-            if j == 0:
-                ax.set_ylabel("cost / baseline total cost")
+    fig, axes = forest(st, sections, xlabel="cost / baseline total cost")
+    for si, section in enumerate(sections):
+        for ai, agent in enumerate(st.agents):
+            ax = axes[si][ai]
+            base = _components(st.baseline(agent), comps)
+            base_total = sum(base) if base and sum(base) > 0 else None
+            for k, r in zip(section.positions, section.rows, strict=True):
+                values = _components(st.summary.get((agent, str(r["configuration"]))), comps)
+                if base_total is None or values is None:
+                    missing = Point(None, None, None, "no_estimate")
+                    draw_point(ax, k, missing, marks, ref=0.0, colour="#333333", marker="", mark_align="left")
+                    continue
+                left = 0.0
+                for c, v in zip(comps, values, strict=True):
+                    w = v / base_total
+                    ax.barh(k, w, left=left, color=COMPONENT_COLOURS[c], height=0.72, edgecolor="white", lw=0.3)
+                    left += w
+            ax.axvline(1.0, **REFERENCE)
+            scope_bands(ax, section)
     handles = [Patch(color=COMPONENT_COLOURS[c], label=COMPONENT_LABELS[c]) for c in comps]
-    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), frameon=False)
-    _title(fig, "Caching-aware cost by component, relative to the baseline's total cost", st)
+    finish_figure(fig, "Caching-aware cost by component, relative to the baseline's total cost", st, handles, marks)
     return fig
 
 
@@ -417,9 +377,30 @@ def write_figures(
     st = load_stats_tables(study, inputs)
     with StageLog(log) as out, matplotlib.rc_context(STYLE):
         for name, paths in by_figure.items():
-            fig = BUILDERS[name](st)
+            fig = build_figure(name, st)
             for p in paths:
                 save_figure(fig, p)
             checkpoint("figures.figure")
             out.line(f"figure {name} → {', '.join(str(p) for p in paths)}")
     return wanted
+
+
+def build_figure(name: str, st: StatsTables) -> Any:
+    """The figure ``name`` of :data:`FIGURES`, drawn in the figures' style."""
+    import matplotlib
+
+    with matplotlib.rc_context(STYLE):
+        fig = BUILDERS[name](st)
+        freeze_layout(fig)
+    return fig
+
+
+def freeze_layout(fig: Any, digits: int = 4) -> None:
+    """Run the constrained layout once, round every panel's position to ``digits`` decimals
+    of the figure and fix it there. The layout solver's last bits vary from run to run
+    (~1e-10 of the page), which would change a PDF's bytes; the rounded positions do not."""
+    fig.draw_without_rendering()
+    boxes = [(ax, [round(v, digits) for v in ax.get_position().bounds]) for ax in fig.axes]
+    fig.set_layout_engine("none")
+    for ax, bounds in boxes:
+        ax.set_position(bounds)
