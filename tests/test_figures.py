@@ -95,8 +95,10 @@ def _summary(agent: str, name: str, i: int, identity: dict | None) -> dict:
     costs = dict(zip(COST, (0.5 + 0.02 * i, 0.1, 0.05 * i, 0.0, 0.3), strict=True))
     if (agent, name) == ("mini-text", "gate10-delayed-turn-tool_output-100"):
         costs["cost_rebilled"] = math.nan  # a component missing: the bar is n/a, not shorter
+    # the baseline's cost on the row's tasks: its own total (0.9) but for a row on fewer tasks
+    baseline_cost = 0.45 if (agent, name) == ("trae", "delayed-turn-tool_output-50") else 0.9
     return {"agent": agent, "configuration": name, **identity, "n_tasks": 10, "tasks_solved": 6.0 + i % 3,
-            "model_backend": "synthetic", **costs}
+            "model_backend": "synthetic", "baseline_cost": baseline_cost, **costs}
 
 
 def _stats(configurations: dict[str, dict]) -> StatsTables:
@@ -284,3 +286,16 @@ def test_a_study_of_baselines_only_says_so(name):
 def test_the_report_caption_explains_the_marks(name):
     caption = (ROOT / "workflow" / "report" / f"figure_{name}.rst").read_text()
     assert "n/a" in caption and "footnote" in caption
+
+
+def test_the_cost_breakdown_divides_by_the_baselines_cost_on_the_rows_tasks(rendered, stats):
+    """A row on fewer tasks is compared with the baseline on those tasks (summary.baseline_cost),
+    as in the cost breakdown table, not with the baseline's total over all its tasks."""
+    from matplotlib.patches import Rectangle
+
+    fig, _ = rendered["cost_breakdown"]
+    ends = {round(p.get_x() + p.get_width(), 4) for ax in fig.axes for p in ax.patches
+            if isinstance(p, Rectangle) and p.get_width() > 0}
+    total = sum(stats.summary[("trae", "delayed-turn-tool_output-50")][c] for c in COST)
+    assert round(total / 0.45, 4) in ends  # trae's row: its baseline's cost on its tasks is 0.45
+    assert round(total / 0.9, 4) in ends  # mini-text's same row: the baseline's 0.9

@@ -308,10 +308,12 @@ def cost_breakdown(st: StatsTables) -> Any:
     for si, section in enumerate(sections):
         for ai, agent in enumerate(st.agents):
             ax = axes[si][ai]
-            base = _components(st.baseline(agent), comps)
-            base_total = sum(base) if base and sum(base) > 0 else None
             for k, r in zip(section.positions, section.rows, strict=True):
-                values = _components(st.summary.get((agent, str(r["configuration"]))), comps)
+                row = st.summary.get((agent, str(r["configuration"])))
+                values = _components(row, comps)
+                # the baseline's cost on the row's own tasks (as the cost breakdown table): one task set per row
+                base = None if row is None else row.get("baseline_cost")
+                base_total = None if is_missing(base) or not base else float(base)
                 if base_total is None or values is None:
                     missing = Point(None, None, None, "no_estimate")
                     draw_point(ax, k, missing, marks, ref=0.0, colour="#333333", marker="", mark_align="left")
@@ -324,7 +326,8 @@ def cost_breakdown(st: StatsTables) -> Any:
             ax.axvline(1.0, **REFERENCE)
             scope_bands(ax, section)
     handles = [Patch(color=COMPONENT_COLOURS[c], label=COMPONENT_LABELS[c]) for c in comps]
-    finish_figure(fig, "Caching-aware cost by component, relative to the baseline's total cost", st, handles, marks)
+    title = "Caching-aware cost by component, relative to the baseline's cost on the same tasks"
+    finish_figure(fig, title, st, handles, marks)
     return fig
 
 
