@@ -148,3 +148,30 @@ def test_cost_errors_are_one_line(tmp_path, run_cli):
     assert len(proc.stderr.strip().splitlines()) == 1
     proc = run_cli("cost", tmp_path)
     assert proc.returncode == 2 and "not a run directory" in proc.stderr
+
+
+def _tear_last_line(path) -> int:
+    """Cut the last record of a call log short, as a proxy killed mid-write leaves it; returns
+    the number of the torn line."""
+    data = path.read_bytes()
+    start = data.rstrip(b"\n").rfind(b"\n") + 1
+    path.write_bytes(data[: start + 30])
+    return data[:start].count(b"\n") + 1
+
+
+def test_cost_refuses_a_torn_call_log_unless_allowed(tmp_path, run_cli):
+    run_dir, _ = make_run_dir(tmp_path)
+    line = _tear_last_line(run_dir / "calls.jsonl")
+    for target in (run_dir, run_dir / "calls.jsonl"):
+        proc = run_cli("cost", target)
+        assert proc.returncode == 2 and proc.stdout == ""
+        (err,) = proc.stderr.strip().splitlines()
+        assert err.startswith(f"error: {run_dir / 'calls.jsonl'}: line {line} is torn")
+        assert "--allow-torn" in err and "3 calls before it" in err
+    proc = run_cli("cost", run_dir, "--allow-torn")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == (
+        f"warning: {run_dir / 'calls.jsonl'}: the call log is torn at line {line}; "
+        "priced the 3 calls read before it"
+    )
+    assert "[paper]: 3 calls; " in proc.stdout.splitlines()[-1]

@@ -107,7 +107,10 @@ def test_call_log_prompts_split_deletions_and_agreement(tmp_path, repo_root):
     log = tmp_path / "calls.jsonl"
     write_log(log)
     profiles = load_profiles(repo_root / "resources/pricing", ["paper", "vllm-blocks"])
-    result = cost_run(tmp_path, profiles)  # the run directory
+    with pytest.raises(RunOutputError, match=r"calls.jsonl: line 16 is torn"):
+        cost_run(tmp_path, profiles)  # a torn log is no run's whole cost
+    result = cost_run(tmp_path, profiles, allow_torn=True)  # the run directory
+    assert result.torn_line == 16
     calls = result.calls.to_pylist()
     assert result.run_id == "mini/delayed-turn-tool_output-50/t/1"
     assert [c["call"] for c in calls] == [1, 2, 3, 4]  # the failed call and the torn line are not billed
@@ -155,7 +158,7 @@ def test_call_log_with_a_bad_deleted_record(tmp_path):
     text = (tmp_path / "calls.jsonl").read_text().replace('"removed_tokens": 5', '"what": 5')
     (tmp_path / "calls.jsonl").write_text(text)
     with pytest.raises(RunOutputError, match="call 4: a deleted record has neither removed_tokens"):
-        load_run(tmp_path)
+        load_run(tmp_path, allow_torn=True)
 
 
 def _tool_call(cid: str, command: str) -> dict:

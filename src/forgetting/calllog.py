@@ -16,7 +16,9 @@ Record types, in the order they are written:
              (with ``prompt_tokens_details.cached_tokens`` when reported), status, error.
 
 A line is flushed as soon as it is written, so a killed proxy loses at most the call in
-flight; a torn last line is detected on read and reported, never silently used.
+flight; a torn last line is detected on read: :func:`read_call_log` raises
+:class:`TornCallLog` (naming the file and the line), unless the caller asks for the readable
+prefix with ``allow_torn=True`` — then :attr:`CallLog.torn_line` says where the tail was cut.
 """
 
 from __future__ import annotations
@@ -213,6 +215,17 @@ def _truncate_torn_tail(path: Path) -> None:
         fh.truncate(cut)
 
 
+class TornCallLog(RunOutputError):
+    """A call log whose last line was cut by a kill: everything from ``line`` on is missing."""
+
+    def __init__(self, path: Path, line: int, calls: int) -> None:
+        self.path, self.line, self.calls = path, line, calls
+        super().__init__(
+            f"{path}: line {line} is torn (the proxy was killed mid-write); the call log is incomplete "
+            f"({calls} calls readable before it)"
+        )
+
+
 @dataclass
 class SegmentRecord:
     key: str
@@ -240,7 +253,12 @@ class CallLog:
     segments: dict[str, SegmentRecord]
     calls: list[CallRecord]
     failed: list[dict[str, Any]] = field(default_factory=list)
-    torn: bool = False
+    #: the line the tail was torn at (read with ``allow_torn``); None for a whole log
+    torn_line: int | None = None
+
+    @property
+    def torn(self) -> bool:
+        return self.torn_line is not None
 
     def prompt_ids(self, call: CallRecord) -> list[int]:
         """The exact prompt token ids of a call (generation prompt included)."""
@@ -276,9 +294,10 @@ def _loads(line: bytes) -> Any:
 _LAST: list[tuple[tuple[Any, ...], CallLog]] = []
 
 
-def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = True) -> CallLog:
-    """Load a call log. A torn *last* line (a proxy killed mid-write) is dropped and flagged
-    (``torn``), or an error if ``allow_torn`` is false; any other bad line is an error.
+def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = False) -> CallLog:
+    """Load a call log. A torn *last* line (a proxy killed mid-write: cut short, or its
+    newline missing) is a :class:`TornCallLog` error; with ``allow_torn`` it is dropped and
+    its number kept in ``torn_line``. Any other bad line is an error.
 
     Reading the same unchanged file again returns the same (read-only) :class:`CallLog`."""
     p = Path(path)
@@ -306,7 +325,7 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
     segments: dict[str, SegmentRecord] = {}
     calls: list[CallRecord] = []
     failed: list[dict[str, Any]] = []
-    torn = False
+    torn_line: int | None = None
     for n, line in enumerate(lines, start=1):
         last = n == len(lines)
         try:
@@ -316,13 +335,17 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
         except ValueError:
             if last and not complete_end:
                 if not allow_torn:
-                    raise RunOutputError(f"{p}: line {n} is torn (the proxy was killed mid-write)") from None
-                torn = True
+                    raise TornCallLog(p, n, len(calls)) from None
+                torn_line = n
                 break
             raise RunOutputError(f"{p}: line {n} is not a JSON record; the call log is corrupt") from None
         if last and not complete_end:
-            # parsed, but the newline is missing: the writer was interrupted after the record
-            torn = True
+            # parsed, but the newline is missing: the writer was interrupted inside the line;
+            # dropped like any torn tail (a resumed writer cuts it off, so it is never a call)
+            if not allow_torn:
+                raise TornCallLog(p, n, len(calls))
+            torn_line = n
+            break
         kind = rec.get("type")
         if kind == "header":
             if rec.get("format") != FORMAT:
@@ -354,4 +377,4 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
             raise RunOutputError(f"{p}: line {n}: unknown record type {kind!r}")
     if header is None:
         raise RunOutputError(f"{p}: no header record; not a call log")
-    return CallLog(p, header, segments, calls, failed, torn)
+    return CallLog(p, header, segments, calls, failed, torn_line)

@@ -86,6 +86,8 @@ class Deletions:
 
     rewritten_from: Mapping[int, int] = field(default_factory=dict)
     source: Path | None = None
+    calls: int = 0  # model calls read from the call log
+    torn_line: int | None = None  # the line a torn log was cut at (read with ``allow_torn``)
 
     def deleted_by(self, turn: int, at_turn: int) -> bool:
         """Whether turn ``turn``'s tool output was rewritten in the prompt of the call that
@@ -101,9 +103,11 @@ def is_tool_output_part(part: Any) -> bool:
     return isinstance(part, str) and any(part == p or part.startswith(p) for p in TOOL_OUTPUT_PARTS)
 
 
-def load_deletions(path: str | os.PathLike[str]) -> Deletions:
-    """The tool-output deletions recorded in a proxy call log."""
-    log = read_call_log(path)
+def load_deletions(path: str | os.PathLike[str], *, allow_torn: bool = False) -> Deletions:
+    """The tool-output deletions recorded in a proxy call log. A torn log is an error
+    (:class:`forgetting.calllog.TornCallLog`) unless ``allow_torn``: then the calls before
+    the torn line are read."""
+    log = read_call_log(path, allow_torn=allow_torn)
     at: dict[int, int] = {}
     for call in log.calls:
         records = [r for r in call.deleted if isinstance(r, Mapping) and is_tool_output_part(r.get("part"))]
@@ -118,7 +122,7 @@ def load_deletions(path: str | os.PathLike[str]) -> Deletions:
                     f"{log.path}: call {call.index}: a deletion record without a turn"
                 ) from None
             at[turn] = min(at.get(turn, issues), issues)
-    return Deletions(at, log.path)
+    return Deletions(at, log.path, len(log.calls), log.torn_line)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ class RunPrompts:
     kind: SourceKind
     store: BlockStore
     calls: list[CallPrompt] = field(default_factory=list)
+    #: the line a torn call log was cut at (read with ``allow_torn``): the calls are its prefix
+    torn_line: int | None = None
 
     def prompt_tokens(self, call: CallPrompt) -> list[int]:
         return self.store.tokens(call.blocks)
@@ -136,16 +138,21 @@ def _deleted_part(record: Mapping[str, Any], where: str) -> DeletedPart:
     return DeletedPart(ident, removed)
 
 
-def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> RunPrompts:
-    """The prompts of a proxy call log (``calls.jsonl``): its segments' token ids as blocks."""
+def from_call_log(
+    path: str | os.PathLike[str], run_id: str | None = None, *, allow_torn: bool = False
+) -> RunPrompts:
+    """The prompts of a proxy call log (``calls.jsonl``): its segments' token ids as blocks.
+
+    A torn log is an error (:class:`forgetting.calllog.TornCallLog`); ``allow_torn`` prices
+    the calls before the torn line and records where it was (``torn_line``)."""
     from forgetting.calllog import read_call_log
 
-    log = read_call_log(path)
+    log = read_call_log(path, allow_torn=allow_torn)
     store = BlockStore()
     by_key: dict[str, int] = {}
     gen = store.intern(chat_format.generation_prompt_ids())
     rid = run_id or str(log.header.get("run_id") or run_id_from_path(Path(path).resolve().parent))
-    run = RunPrompts(rid, Path(path), "calllog", store)
+    run = RunPrompts(rid, Path(path), "calllog", store, torn_line=log.torn_line)
     for n, call in enumerate(log.calls, start=1):
         blocks = []
         for key in call.segments:
@@ -206,11 +213,14 @@ def detect_kind(path: Path) -> tuple[SourceKind, Path]:
     raise RunOutputError(f"{path}: neither a call log (calls.jsonl) nor a trajectory (*.traj.json)")
 
 
-def load_run(path: str | os.PathLike[str], run_id: str | None = None) -> RunPrompts:
-    """The prompts of a run directory, a call log or a mini-swe-agent trajectory."""
+def load_run(
+    path: str | os.PathLike[str], run_id: str | None = None, *, allow_torn: bool = False
+) -> RunPrompts:
+    """The prompts of a run directory, a call log or a mini-swe-agent trajectory
+    (``allow_torn``: see :func:`from_call_log`)."""
     kind, file = detect_kind(Path(path))
     if kind == "calllog":
-        return from_call_log(file, run_id)
+        return from_call_log(file, run_id, allow_torn=allow_torn)
     from forgetting.cost.trajectory import from_trajectory
 
     return from_trajectory(file, run_id)

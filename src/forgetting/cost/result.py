@@ -53,6 +53,8 @@ class CostResult:
     run_costs: pa.Table  # schemas.RUN_COSTS_SCHEMA, one row per profile
     summary: dict[str, Any]  # SUMMARY_COLUMNS, primary profile
     calls_by_profile: dict[str, pa.Table] = field(default_factory=dict)
+    #: the line a torn call log was cut at (costed with ``allow_torn``); None when whole
+    torn_line: int | None = None
 
     def profile_row(self, name: str) -> dict[str, Any]:
         for row in self.run_costs.to_pylist():
@@ -220,6 +222,7 @@ def cost_prompts(
         run_costs,
         summary,
         by_profile,
+        run.torn_line,
     )
 
 
@@ -229,8 +232,10 @@ def cost_run(
     *,
     primary: str | None = None,
     run_id: str | None = None,
+    allow_torn: bool = False,
 ) -> CostResult:
     """Cost a run directory, a call log (``calls.jsonl``) or a mini-swe-agent trajectory
     under ``profiles``; the per-call table and the summary use ``primary`` (default: the
-    first profile)."""
-    return cost_prompts(load_run(path, run_id), profiles, primary=primary)
+    first profile). A torn call log is an error unless ``allow_torn``: then the calls
+    before the torn line are costed and ``torn_line`` says where it was."""
+    return cost_prompts(load_run(path, run_id, allow_torn=allow_torn), profiles, primary=primary)
