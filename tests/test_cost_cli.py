@@ -8,6 +8,7 @@ import pyarrow.csv as pacsv
 
 from forgetting import chat_format, schemas, tokenizer
 from forgetting.calllog import CallLogWriter
+from forgetting.deletion.record import PartDeletion
 
 TOOLS = [
     {
@@ -55,7 +56,7 @@ def make_run_dir(root):
             if i == 4:  # turn 1 left the last two turns: its output is replaced by a placeholder
                 sent[3] = {**sent[3], "content": "[output deleted]"}
                 before = tokenizer.count(history[3]["content"])
-                deleted = [{"turn": 1, "part": "tool_output", "tokens_before": before, "tokens_after": 4}]
+                deleted = [PartDeletion(1, "tool_output", 3, "turn", before, 4, before)]
             prompts.append(chat_format.prompt_token_ids(sent, TOOLS))
             reply = _assistant(i)
             w.append_call(
@@ -97,7 +98,7 @@ def test_cost_on_a_run_directory(tmp_path, run_cli):
     shared = next(k for k, (a, b) in enumerate(zip(prompts[3], prompts[2], strict=False)) if a != b)
     assert table[3]["prefix_tokens"] == shared
     assert [r["deleted_parts"] for r in table] == [0, 0, 0, 1]
-    assert table[3]["deleted_tokens"] == tokenizer.count(make_output(1)) - 4
+    assert table[3]["deleted_tokens"] == tokenizer.count(make_output(1))  # the original's tokens
     lines = proc.stdout.strip().splitlines()
     paper, blocks, written = lines[-3:]
     total = sum(r["prompt_tokens"] for r in table)

@@ -11,7 +11,9 @@ Record types, in the order they are written:
 ``call``     one per model call: ``index`` (1-based among successful calls; failed calls
              have ``ok: false`` and no index), request and response times, the prompt as a
              list of segment keys, request parameters, ``deleted`` (the parts *newly*
-             rewritten for this call — a rewritten part stays rewritten in every later call),
+             rewritten for this call — a rewritten part stays rewritten in every later call —
+             as :class:`forgetting.deletion.record.PartDeletion` records, written and parsed
+             by that one class),
              the response (content, reasoning, tool calls, finish reason), upstream usage
              (with ``prompt_tokens_details.cached_tokens`` when reported), status, error.
 
@@ -35,6 +37,7 @@ from typing import Any, TextIO
 import orjson
 
 from forgetting import chat_format
+from forgetting.deletion.record import PartDeletion
 from forgetting.errors import RunOutputError
 
 FORMAT = "forgetting-calllog/1"
@@ -102,7 +105,7 @@ class CallLogWriter:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None,
         params: Mapping[str, Any],
-        deleted: Sequence[Mapping[str, Any]],
+        deleted: Sequence[PartDeletion],
         response: Mapping[str, Any] | None,
         usage: Mapping[str, Any] | None,
         t_request: float,
@@ -138,7 +141,7 @@ class CallLogWriter:
                 "segments": keys,
                 "tools": chat_format.tools_id(tools),
                 "params": dict(params),
-                "deleted": [dict(d) for d in deleted],
+                "deleted": [d.to_json() for d in deleted],
                 "response": dict(response) if response is not None else None,
                 "usage": dict(usage) if usage is not None else None,
                 "status": status,
@@ -240,7 +243,7 @@ class CallRecord:
     t_response: float
     segments: list[str]
     params: dict[str, Any]
-    deleted: list[dict[str, Any]]
+    deleted: tuple[PartDeletion, ...]
     response: dict[str, Any]
     usage: dict[str, Any] | None
     attempts: int = 1
@@ -287,6 +290,13 @@ def _loads(line: bytes) -> Any:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
         return json.loads(line)
+
+
+def _deleted(rec: Mapping[str, Any], where: str) -> tuple[PartDeletion, ...]:
+    entries = rec.get("deleted")
+    if not isinstance(entries, list):
+        raise RunOutputError(f"{where}: 'deleted' is not a list of deletion records")
+    return tuple(PartDeletion.from_json(d, f"{where}: deleted[{k}]") for k, d in enumerate(entries))
 
 
 #: the last log read, by (path, size, mtime, allow_torn): the analysis of a run reads its log
@@ -367,7 +377,7 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
                     t_response=float(rec["t_response"]),
                     segments=list(rec["segments"]),
                     params=rec.get("params") or {},
-                    deleted=rec.get("deleted") or [],
+                    deleted=_deleted(rec, f"{p}: line {n} (call {rec.get('index')})"),
                     response=rec.get("response") or {},
                     usage=rec.get("usage"),
                     attempts=int(rec.get("attempts", 1)),

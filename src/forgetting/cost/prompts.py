@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from forgetting import chat_format
+from forgetting.deletion.record import PartDeletion
 from forgetting.errors import RunOutputError
 
 SourceKind = Literal["calllog", "trajectory"]
@@ -57,14 +58,6 @@ class BlockStore:
         return len(self.arrays)
 
 
-@dataclass(frozen=True)
-class DeletedPart:
-    """One part newly rewritten by the deletion proxy in a call (from its ``deleted`` record)."""
-
-    identity: tuple[Any, ...] | None  # (turn, part) when the record names them
-    tokens: int  # tokens removed from the part
-
-
 @dataclass
 class CallPrompt:
     """One model call: its prompt as block ids (message blocks, then the generation prompt)."""
@@ -76,7 +69,7 @@ class CallPrompt:
     reported_cached: int | None = None
     time: float | None = None  # request time (call log) or response time (trajectory), unix s
     finish_reason: str | None = None
-    deleted: tuple[DeletedPart, ...] = ()
+    deleted: tuple[PartDeletion, ...] = ()  # the parts the proxy newly rewrote for this call
 
     @property
     def n_positions(self) -> int:
@@ -123,21 +116,6 @@ def completion_tokens(usage: Mapping[str, Any] | None) -> int | None:
     return None
 
 
-def _deleted_part(record: Mapping[str, Any], where: str) -> DeletedPart:
-    if isinstance(record.get("removed_tokens"), int):
-        removed = int(record["removed_tokens"])
-    elif isinstance(record.get("tokens_before"), int) and isinstance(record.get("tokens_after"), int):
-        removed = int(record["tokens_before"]) - int(record["tokens_after"])
-    else:
-        raise RunOutputError(
-            f"{where}: a deleted record has neither removed_tokens nor tokens_before/tokens_after: {record!r}"
-        )
-    if removed < 0:
-        raise RunOutputError(f"{where}: a deleted record removes a negative number of tokens: {record!r}")
-    ident = (record["turn"], record["part"]) if "turn" in record and "part" in record else None
-    return DeletedPart(ident, removed)
-
-
 def from_call_log(
     path: str | os.PathLike[str], run_id: str | None = None, *, allow_torn: bool = False
 ) -> RunPrompts:
@@ -161,7 +139,6 @@ def from_call_log(
                 bid = by_key[key] = store.intern(log.segments[key].token_ids)
             blocks.append(bid)
         blocks.append(gen)
-        where = f"{path}: call {call.index}"
         response = call.response or {}
         run.calls.append(
             CallPrompt(
@@ -172,7 +149,7 @@ def from_call_log(
                 reported_cached=reported_cached_tokens(call.usage),
                 time=call.t_request,
                 finish_reason=response.get("finish_reason"),
-                deleted=tuple(_deleted_part(d, where) for d in call.deleted),
+                deleted=call.deleted,
             )
         )
     return run

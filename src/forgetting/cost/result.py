@@ -81,7 +81,11 @@ class CostResult:
 
 
 def _deleted_columns(run: RunPrompts) -> dict[str, list[int]]:
-    seen: set[tuple[Any, ...]] = set()
+    """Rewritten parts — (turn, part) pairs: a turn's tool output may span several messages —
+    and the tokens of the original they removed (``tokens_removed`` of each rewritten message,
+    see :mod:`forgetting.deletion.record`), cumulative and new per call."""
+    seen: set[tuple[int, str, int]] = set()
+    seen_parts: set[tuple[int, str]] = set()
     parts = tokens = 0
     out: dict[str, list[int]] = {
         k: [] for k in ("deleted_parts", "deleted_tokens", "new_deleted_parts", "new_deleted_tokens")
@@ -89,12 +93,13 @@ def _deleted_columns(run: RunPrompts) -> dict[str, list[int]]:
     for call in run.calls:
         new_parts = new_tokens = 0
         for d in call.deleted:
-            if d.identity is not None:
-                if d.identity in seen:
-                    continue  # a part rewritten once stays rewritten; logged again, it counts once
-                seen.add(d.identity)
-            new_parts += 1
-            new_tokens += d.tokens
+            if d.identity in seen:
+                continue  # a message rewritten once stays rewritten; logged again, it counts once
+            seen.add(d.identity)
+            new_tokens += d.tokens_removed
+            if (d.turn, d.part) not in seen_parts:
+                seen_parts.add((d.turn, d.part))
+                new_parts += 1
         parts += new_parts
         tokens += new_tokens
         out["deleted_parts"].append(parts)

@@ -10,10 +10,11 @@ Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both messa
 styles), :mod:`~forgetting.deletion.draws` (keyed draws), :mod:`~forgetting.deletion.tokens`
 (token-level removal), :mod:`~forgetting.deletion.policy` (the policy interface and
 registry), :mod:`~forgetting.deletion.random_policy` (the paper's policy),
-:mod:`~forgetting.deletion.engine` (applying a policy's decisions).
+:mod:`~forgetting.deletion.engine` (applying a policy's decisions),
+:mod:`~forgetting.deletion.record` (what a rewrite did: the call log's ``deleted`` records).
 """
 
-from forgetting.deletion.engine import PartRecord, Reducer, Reduction, reduce_history
+from forgetting.deletion.engine import Reducer, Reduction, reduce_history
 from forgetting.deletion.parts import PARTS
 from forgetting.deletion.policy import (
     HistoryView,
@@ -25,6 +26,7 @@ from forgetting.deletion.policy import (
     policies,
     register,
 )
+from forgetting.deletion.record import PartDeletion
 from forgetting.deletion.settings import DEFAULT_PLACEHOLDERS, DeletionSettings
 from forgetting.deletion.tokens import TOKEN_DRAWS
 
@@ -34,7 +36,7 @@ __all__ = [
     "TOKEN_DRAWS",
     "DeletionSettings",
     "HistoryView",
-    "PartRecord",
+    "PartDeletion",
     "Policy",
     "PolicyError",
     "Reducer",

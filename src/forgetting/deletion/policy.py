@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from forgetting.deletion.parts import PARTS, Editable, decompose
+from forgetting.deletion.record import MODES
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
 from forgetting.grid import Deletion
 from forgetting.messages import Segmented, Turn, detect_style, segment
 
-MODES: tuple[str, ...] = ("turn", "token")
 #: modules that define policies (imported on first use of the registry)
 POLICY_MODULES: tuple[str, ...] = (
     "forgetting.deletion.random_policy",
