@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_histories import COMMAND_POOL, SYSTEM, TASK
+from agent_histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,7 +98,7 @@ def run_through_proxy(run_dir: Path, messages: list[dict[str, Any]], deletion: A
     its ``deleted`` records; the agent's reply is the history's next assistant message. Writes
     the run directory (call log, the agent's trajectory, run.json); returns the reductions."""
     tools = TOOLS if style == "tool_calls" else None
-    reducer = Reducer(deletion, seed)
+    reducer = Reducer(deletion, seed, actions=ACTIONS[style])  # the agent's own action pattern
     turns = segment(messages).turns
     header = {"run_id": f"mini/{deletion.name}/t/1", "seed": seed, "deletion": deletion.as_dict()}
     reductions = []
@@ -112,8 +112,11 @@ def run_through_proxy(run_dir: Path, messages: list[dict[str, Any]], deletion: A
                             deleted=reduction.deleted, response=response, usage=None,
                             t_request=float(k), t_response=k + 0.5)
             reductions.append(reduction)
+    config: dict[str, Any] = {"agent": {"step_limit": 12}}
+    if ACTIONS[style] is not None:  # as mini-swe-agent 2.x records its model config
+        config["model"] = {"action_regex": ACTIONS[style].regex}
     trajectory = {
-        "info": {"exit_status": "Submitted", "submission": "", "config": {"agent": {"step_limit": 12}}},
+        "info": {"exit_status": "Submitted", "submission": "", "config": config},
         "messages": [*messages, {"role": "exit", "content": "", "extra": {"exit_status": "Submitted"}}],
         "trajectory_format": "mini-swe-agent-1.1",
     }

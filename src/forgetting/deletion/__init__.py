@@ -2,8 +2,12 @@
 
 Public API::
 
-    reduce_history(messages, deletion, seed, *, placeholders=None, token_draw="exact") -> Reduction
-    Reducer(deletion, seed, *, settings=None).reduce(messages) -> Reduction   # memoized, one per run
+    reduce_history(messages, deletion, seed, *, actions, placeholders=None, token_draw="exact") -> Reduction
+    Reducer(deletion, seed, *, actions, settings=None).reduce(messages) -> Reduction   # memoized, one per run
+
+``actions`` is the run's agent's :class:`~forgetting.messages.ActionSyntax` (what counts as an
+action in its reply text, never deleted; :func:`forgetting.runner.execute.action_syntax`), or
+None for an agent that acts by tool calls.
     DeletionSettings.from_config(study.section("deletion"))
 
 Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both message

@@ -30,7 +30,7 @@ from forgetting.deletion.record import PartDeletion
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.deletion.tokens import kept_text, removal_mask
 from forgetting.grid import Deletion
-from forgetting.messages import segment
+from forgetting.messages import ActionSyntax, segment
 
 
 @dataclass(frozen=True)
@@ -78,11 +78,16 @@ class Reducer:
         deletion: Deletion,
         seed: int,
         *,
+        actions: ActionSyntax | None,
         settings: DeletionSettings | None = None,
         policy: Policy | None = None,
     ) -> None:
+        """``actions``: how the run's agent writes actions into its reply text — the agent's
+        own pattern (:func:`forgetting.runner.execute.action_syntax`); None for an agent whose
+        actions are tool calls. Text it matches is never deleted; any other text is reasoning."""
         self.deletion = deletion
         self.seed = int(seed)
+        self.actions = actions
         self.settings = settings or DeletionSettings()
         self.policy = policy or make_policy(deletion, self.settings)
         self._done: dict[tuple[int, str, Rewrite], _Done] = {}
@@ -135,7 +140,7 @@ class Reducer:
             key = (i, rw.part, rw)
             done = self._done.get(key)
             if done is None or done.original != original:
-                ed = decompose(msg, rw.part)
+                ed = decompose(msg, rw.part, self.actions)
                 if ed is None:
                     continue
                 new, before, removed = self._rewrite_cores(rw, ordinal, ed.cores)
@@ -163,7 +168,7 @@ class Reducer:
 
     def _reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
         seg = segment(messages)
-        view = HistoryView(messages, self.seed, segmented=seg, counter=self.count)
+        view = HistoryView(messages, self.seed, actions=self.actions, segmented=seg, counter=self.count)
         if self.deletion.is_baseline:
             return Reduction([dict(m) for m in messages], (), (), view.n_turns, seg.style)
         rewrites = self._decide(view)
@@ -214,9 +219,11 @@ def reduce_history(
     deletion: Deletion,
     seed: int,
     *,
+    actions: ActionSyntax | None,
     placeholders: Mapping[str, str] | None = None,
     token_draw: str = "exact",
 ) -> Reduction:
-    """Reduce one history under ``deletion`` with the run's ``seed`` (a pure function)."""
+    """Reduce one history under ``deletion`` with the run's ``seed`` (a pure function);
+    ``actions`` as for :class:`Reducer`."""
     settings = DeletionSettings(placeholders=dict(placeholders or {}), token_draw=token_draw)
-    return Reducer(deletion, seed, settings=settings).reduce(messages)
+    return Reducer(deletion, seed, actions=actions, settings=settings).reduce(messages)
