@@ -224,7 +224,7 @@ class TornCallLog(RunOutputError):
     def __init__(self, path: Path, line: int, calls: int) -> None:
         self.path, self.line, self.calls = path, line, calls
         super().__init__(
-            f"{path}: line {line} is torn (the proxy was killed mid-write); the call log is incomplete "
+            f"{path}: line {line} is torn (the proxy was killed mid-write); the call log is truncated "
             f"({calls} calls readable before it)"
         )
 
