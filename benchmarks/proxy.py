@@ -75,7 +75,9 @@ def measure(
 ) -> None:
     deletion = paper_configuration(name)
     with tempfile.TemporaryDirectory() as logs:
-        handle = start_proxy(upstream_url, deletion, 7, logs, f"bench/{name}/t/1", settings=ProxySettings())
+        # the histories are mini's (tool calls): its replies' text holds no action (actions=None)
+        handle = start_proxy(upstream_url, deletion, 7, logs, f"bench/{name}/t/1", actions=None,
+                             settings=ProxySettings())
         direct = http.client.HTTPConnection(*host_port(upstream_url))
         proxied = http.client.HTTPConnection(*host_port(handle.url))
         d_times, p_times = [], []
@@ -106,7 +108,7 @@ def time_reducer(deletion: Deletion, histories: list[list[dict]], sizes: list[in
 ]:
     """Median ms per call over the calls with ≥ ``big`` prompt tokens: one memoized Reducer
     through the run (as the proxy keeps it) and the pure function recomputed per call."""
-    reducer = Reducer(deletion, 7)
+    reducer = Reducer(deletion, 7, actions=None)  # tool-call histories (mini)
     memo, pure = [], []
     for h, size in zip(histories, sizes, strict=True):
         t = time.perf_counter()
@@ -114,7 +116,7 @@ def time_reducer(deletion: Deletion, histories: list[list[dict]], sizes: list[in
         if size >= big:
             memo.append(time.perf_counter() - t)
             t = time.perf_counter()
-            reduce_history(h, deletion, 7)
+            reduce_history(h, deletion, 7, actions=None)
             pure.append(time.perf_counter() - t)
     return statistics.median(memo) * 1e3, statistics.median(pure) * 1e3, reducer
 

@@ -2,8 +2,12 @@
 
 ``tool_calls``: mini-swe-agent 2.x / Trae through Chat Completions — ``assistant`` messages
 with ``tool_calls`` (sometimes two in parallel), one ``tool`` message per call.
-``text``: mini-swe-agent text mode / 1.x — a fenced ``mswea_bash_command`` (or ``bash``)
-block in the assistant text, the observation as a ``user`` message.
+``text``: mini-swe-agent 2.x text mode — its fenced ``mswea_bash_command`` block in the
+assistant text (the reasoning sometimes quotes a ``bash`` / ``sh`` snippet too, which that
+agent never runs), the observation as a ``user`` message.
+
+:data:`ACTIONS` gives each style's action pattern as the runner hands it to the proxy: none
+for tool calls, mini-swe-agent's own ``action_regex`` for text mode (read from its config).
 """
 
 from __future__ import annotations
@@ -14,7 +18,20 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from forgetting.messages import segment, split_text_actions
+from forgetting.messages import ActionSyntax, detect_style, segment, split_text_actions
+from forgetting.runner.mini import action_syntax
+from forgetting.runner.settings import RunnerSettings
+
+#: what counts as an action in each style's reply text: mini (tool calls) has none; mini-text
+#: has mini-swe-agent's own action_regex, read from the config the runner uses
+TEXT_ACTIONS: ActionSyntax = action_syntax("mini-text", RunnerSettings())  # type: ignore[assignment]
+ACTIONS: dict[str, ActionSyntax | None] = {"tool_calls": None, "text": TEXT_ACTIONS}
+
+
+def actions_of(messages: list[dict[str, Any]]) -> ActionSyntax | None:
+    """The action pattern of the agent that wrote a test history (by its style)."""
+    return ACTIONS[detect_style(messages)]
+
 
 SYSTEM = {"role": "system", "content": "You are a helpful assistant that can interact with a computer."}
 TASK = {
@@ -53,8 +70,7 @@ def build(style: str, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ],
             }
         else:
-            fence = "mswea_bash_command" if t % 2 else "bash"
-            a = {"role": "assistant", "content": f"{spec['reasoning']}\n\n```{fence}\n{commands[0]}\n```"}
+            a = {"role": "assistant", "content": f"{spec['reasoning']}\n\n```mswea_bash_command\n{commands[0]}\n```"}
         if spec.get("reasoning_content") is not None:
             a["reasoning_content"] = spec["reasoning_content"]
         msgs.append(a)
@@ -82,8 +98,13 @@ COMMAND_POOL = [
 @st.composite
 def turn_specs(draw: Any, style: str, pooled: bool = False) -> dict[str, Any]:
     n_out = draw(st.integers(1, 2)) if style == "tool_calls" else 1
+    reasoning = draw(texts)
+    if style == "text" and draw(st.booleans()) and draw(st.booleans()):
+        # reasoning that quotes a shell snippet: mini-swe-agent 2.x runs only its own block
+        fence = draw(st.sampled_from(["bash", "sh"]))
+        reasoning = f"{reasoning}\nI could run\n```{fence}\n{draw(st.sampled_from(COMMAND_POOL))}\n```\n{draw(texts)}"
     spec: dict[str, Any] = {
-        "reasoning": draw(texts),
+        "reasoning": reasoning,
         "outputs": [observation(draw(st.integers(0, 2)), draw(texts)) for _ in range(n_out)],
     }
     if pooled:
@@ -152,11 +173,11 @@ def realistic(style: str, n_turns: int, *, seed: int = 0, output_lines: int = 40
 
 
 def action_spans(message: dict[str, Any]) -> list[str]:
-    """The fenced action blocks of a text-style message, verbatim."""
+    """The action blocks of a text-style message (mini-swe-agent's own pattern), verbatim."""
     content = message.get("content")
-    return (
-        [s for kind, s in split_text_actions(content) if kind == "action"] if isinstance(content, str) else []
-    )
+    if not isinstance(content, str) or message.get("tool_calls"):
+        return []
+    return [s for kind, s in split_text_actions(content, TEXT_ACTIONS) if kind == "action"]
 
 
 def request_history(msgs: list[dict], k: int) -> list[dict]:

@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from forgetting.deletion.record import PartDeletion
+
 A_PY = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"  # 4 distinct lines
 B_PY = "x = 1\ny = 2\nz = 3\n"  # 3 distinct lines
 C_PY = "x = 1\ny = 2\nz = 3\ndef f():\nnew_line\n"  # 4 of its 5 lines seen before: 0.8
@@ -278,7 +280,7 @@ def write_json(path: Path, data: Any) -> Path:
 
 def write_call_log(
     path: Path,
-    deleted_by_call: dict[int, list[dict[str, Any]]],
+    deleted_by_call: dict[int, list[PartDeletion]],
     prompt_turns: list[int] = TOOLCALL_PROMPT_TURNS,
 ) -> Path:
     """A proxy call log with one call per entry of ``prompt_turns`` (the number of
@@ -310,12 +312,10 @@ def write_call_log(
     return path
 
 
-def deletion(turn: int, part: str = "tool_output", mode: str = "placeholder") -> dict[str, Any]:
-    return {
-        "turn": turn,
-        "part": part,
-        "message_index": 2 * turn + 1,
-        "mode": mode,
-        "tokens_before": 40,
-        "tokens_after": 6,
-    }
+def deletion(turn: int, part: str = "tool_output", mode: str = "turn") -> PartDeletion:
+    """A deletion record of ``turn``'s ``part`` (40 tokens: replaced by a placeholder of 6, or
+    half of them removed) in the histories :func:`write_call_log` logs."""
+    index = 2 * turn + (1 if part == "tool_output" else 0)
+    if mode == "turn":
+        return PartDeletion(turn, part, index, mode, tokens_before=40, tokens_after=6, tokens_removed=40)
+    return PartDeletion(turn, part, index, mode, tokens_before=40, tokens_after=21, tokens_removed=20)

@@ -10,7 +10,6 @@ import importlib.util
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from jinja2 import StrictUndefined, Template
 from forgetting import messages as msgs
 from forgetting import tokenizer
 from forgetting.cost.trajectory import MINI_BASH_TOOL
+from forgetting.runner.mini import action_syntax
+from forgetting.runner.settings import RunnerSettings
 from forgetting.scripted import ScriptedModel, ScriptedSettings, TaskBook
 
 TASKS = Path(__file__).resolve().parent / "data" / "scripted_tasks"
@@ -162,7 +163,7 @@ def delete_reasoning(keep_last: int = 0, placeholder: str = REASONING_PLACEHOLDE
             if m.get("tool_calls"):
                 m["content"] = placeholder
             else:
-                spans = msgs.split_text_actions(str(m.get("content") or ""))
+                spans = msgs.split_text_actions(str(m.get("content") or ""), TEXT_ACTIONS)
                 m["content"] = placeholder + "\n\n" + "".join(t for kind, t in spans if kind == "action")
         return out
 
@@ -179,7 +180,8 @@ def chain(*deleters: Deleter) -> Deleter:
 
 
 # ---------------------------------------------------------------------------- the driver
-_TEXT_ACTION = re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.DOTALL)
+#: mini-swe-agent's own text-mode action pattern (its model config's action_regex)
+TEXT_ACTIONS: msgs.ActionSyntax = action_syntax("mini-text", RunnerSettings())  # type: ignore[assignment]
 
 
 @dataclass
@@ -199,7 +201,7 @@ class Run:
         out = []
         for m in self.messages:
             if m.get("role") == "assistant":
-                out += [a.command or "" for a in msgs.actions(m)]
+                out += [a.command or "" for a in msgs.actions(m, TEXT_ACTIONS)]
         return out
 
 
@@ -255,9 +257,9 @@ def drive(
                 (c["id"], json.loads(c["function"]["arguments"])["command"]) for c in message["tool_calls"]
             ]
         else:
-            found = _TEXT_ACTION.findall(message["content"])
+            found = TEXT_ACTIONS.commands(message["content"])
             assert len(found) == 1, message["content"]
-            calls = [(None, found[0].strip())]
+            calls = [(None, found[0])]
         assert repo is not None
         for call_id, command in calls:
             output = execute(repo, command)

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from behaviour_trajectories import (
+    A_PY,
     deletion,
+    text_observation,
     text_trajectory,
     toolcall_trajectory,
     trae_trajectory,
@@ -162,6 +164,42 @@ def test_text_trajectory(tmp_path: Path) -> None:
     ]
     assert rows(result)[1]["refetch_distance"] == 2
     assert result.summary["refetch_rate"] == pytest.approx(1 / 3)
+
+
+MINI_TEXT_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"  # what mini-swe-agent 2.x records
+
+
+def _text_2x(action_regex: str | None, replies: list[str]) -> dict:
+    """A mini-swe-agent 2.x text-mode trajectory whose replies store no ``extra.actions``."""
+    msgs = [{"role": "system", "content": "You are a helpful assistant."}, {"role": "user", "content": "Fix it."}]
+    for reply in replies:
+        msgs += [{"role": "assistant", "content": reply}, {"role": "user", "content": text_observation(A_PY)}]
+    model = {"action_regex": action_regex} if action_regex is not None else {}
+    return {"info": {"config": {"model": model}}, "messages": msgs, "trajectory_format": "mini-swe-agent-1.1"}
+
+
+def test_text_mode_actions_are_the_agents_own_blocks_not_quoted_snippets(tmp_path: Path) -> None:
+    """mini-swe-agent 2.x runs only the block its action_regex matches: a ```bash snippet the
+    reasoning quotes is no action (and not a second block making the reply a format error)."""
+    quoting = (
+        "THOUGHT: the docs say\n```bash\ngrep -rn f .\n```\nbut I read it.\n\n```mswea_bash_command\ncat a.py\n```"
+    )
+    plain = "THOUGHT: again.\n\n```mswea_bash_command\ncat a.py\n```"
+    traj = load_trajectory(write_json(tmp_path / "t.traj.json", _text_2x(MINI_TEXT_REGEX, [quoting, plain])))
+    assert [(e.turn, e.arguments["command"]) for e in traj.events] == [(1, "cat a.py"), (2, "cat a.py")]
+    # another pattern recorded by the agent's config is the one used
+    custom = _text_2x(r"<cmd>(.*?)</cmd>", ["THOUGHT: x\n```mswea_bash_command\nls\n```\n<cmd>cat a.py</cmd>"])
+    traj = load_trajectory(write_json(tmp_path / "c.traj.json", custom))
+    assert [e.arguments["command"] for e in traj.events] == ["cat a.py"]
+    # no recorded pattern: the default of the installed 2.x (the same block)
+    traj = load_trajectory(write_json(tmp_path / "d.traj.json", _text_2x(None, [quoting])))
+    assert [e.arguments["command"] for e in traj.events] == ["cat a.py"]
+    # 1.x trajectories keep 1.x's ```bash pattern (test_text_trajectory); with neither a
+    # recorded pattern nor a format, the file cannot say what its actions are
+    bare = _text_2x(None, [plain])
+    del bare["trajectory_format"]
+    with pytest.raises(RunOutputError, match="records neither its action_regex"):
+        load_trajectory(write_json(tmp_path / "b.traj.json", bare))
 
 
 def test_trae_trajectory(tmp_path: Path) -> None:

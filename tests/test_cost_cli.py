@@ -8,6 +8,7 @@ import pyarrow.csv as pacsv
 
 from forgetting import chat_format, schemas, tokenizer
 from forgetting.calllog import CallLogWriter
+from forgetting.deletion.record import PartDeletion
 
 TOOLS = [
     {
@@ -55,7 +56,7 @@ def make_run_dir(root):
             if i == 4:  # turn 1 left the last two turns: its output is replaced by a placeholder
                 sent[3] = {**sent[3], "content": "[output deleted]"}
                 before = tokenizer.count(history[3]["content"])
-                deleted = [{"turn": 1, "part": "tool_output", "tokens_before": before, "tokens_after": 4}]
+                deleted = [PartDeletion(1, "tool_output", 3, "turn", before, 4, before)]
             prompts.append(chat_format.prompt_token_ids(sent, TOOLS))
             reply = _assistant(i)
             w.append_call(
@@ -97,7 +98,7 @@ def test_cost_on_a_run_directory(tmp_path, run_cli):
     shared = next(k for k, (a, b) in enumerate(zip(prompts[3], prompts[2], strict=False)) if a != b)
     assert table[3]["prefix_tokens"] == shared
     assert [r["deleted_parts"] for r in table] == [0, 0, 0, 1]
-    assert table[3]["deleted_tokens"] == tokenizer.count(make_output(1)) - 4
+    assert table[3]["deleted_tokens"] == tokenizer.count(make_output(1))  # the original's tokens
     lines = proc.stdout.strip().splitlines()
     paper, blocks, written = lines[-3:]
     total = sum(r["prompt_tokens"] for r in table)
@@ -148,3 +149,30 @@ def test_cost_errors_are_one_line(tmp_path, run_cli):
     assert len(proc.stderr.strip().splitlines()) == 1
     proc = run_cli("cost", tmp_path)
     assert proc.returncode == 2 and "not a run directory" in proc.stderr
+
+
+def _tear_last_line(path) -> int:
+    """Cut the last record of a call log short, as a proxy killed mid-write leaves it; returns
+    the number of the torn line."""
+    data = path.read_bytes()
+    start = data.rstrip(b"\n").rfind(b"\n") + 1
+    path.write_bytes(data[: start + 30])
+    return data[:start].count(b"\n") + 1
+
+
+def test_cost_refuses_a_torn_call_log_unless_allowed(tmp_path, run_cli):
+    run_dir, _ = make_run_dir(tmp_path)
+    line = _tear_last_line(run_dir / "calls.jsonl")
+    for target in (run_dir, run_dir / "calls.jsonl"):
+        proc = run_cli("cost", target)
+        assert proc.returncode == 2 and proc.stdout == ""
+        (err,) = proc.stderr.strip().splitlines()
+        assert err.startswith(f"error: {run_dir / 'calls.jsonl'}: line {line} is torn")
+        assert "--allow-torn" in err and "3 calls before it" in err
+    proc = run_cli("cost", run_dir, "--allow-torn")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == (
+        f"warning: {run_dir / 'calls.jsonl'}: the call log is torn at line {line}; "
+        "priced the 3 calls read before it"
+    )
+    assert "[paper]: 3 calls; " in proc.stdout.splitlines()[-1]

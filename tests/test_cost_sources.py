@@ -21,6 +21,14 @@ A2, O2 = GEN + list(range(500, 505)), list(range(600, 620))  # 8 and 20
 A3, O3 = [*GEN, 700], [800, 801]  # 4 and 2
 
 
+#: deletion records as the engine writes them: turn 1's output thinned 30 -> 11 tokens
+#: (19 removed); turn 2's reasoning loses 5 tokens
+O1_THINNED = {"turn": 1, "part": "tool_output", "message_index": 3, "mode": "token",
+              "tokens_before": 30, "tokens_after": 11, "tokens_removed": 19}
+A2_THINNED = {"turn": 2, "part": "reasoning", "message_index": 4, "mode": "token",
+              "tokens_before": 8, "tokens_after": 3, "tokens_removed": 5}
+
+
 def write_log(path: Path) -> None:
     """A call log written record by record, with token ids chosen so that every count is
     checkable by hand (the reader does not re-tokenize)."""
@@ -87,17 +95,14 @@ def write_log(path: Path) -> None:
             ["s", "u", "a1", "o1r", "a2", "o2"],
             t=20,
             usage={"completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 32}},
-            deleted=[{"turn": 1, "part": "tool_output", "tokens_before": 30, "tokens_after": 11}],
+            deleted=[O1_THINNED],
         ),
         call(
             4,
             ["s", "u", "a1", "o1r", "a2", "o2", "a3", "o3"],
             t=30,
             usage={"completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 64}},
-            deleted=[
-                {"turn": 1, "part": "tool_output", "tokens_before": 30, "tokens_after": 11},
-                {"turn": 2, "part": "reasoning", "removed_tokens": 5},
-            ],
+            deleted=[O1_THINNED, A2_THINNED],
         ),
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"type": "call", "ind')  # torn last line
@@ -107,7 +112,10 @@ def test_call_log_prompts_split_deletions_and_agreement(tmp_path, repo_root):
     log = tmp_path / "calls.jsonl"
     write_log(log)
     profiles = load_profiles(repo_root / "resources/pricing", ["paper", "vllm-blocks"])
-    result = cost_run(tmp_path, profiles)  # the run directory
+    with pytest.raises(RunOutputError, match=r"calls.jsonl: line 16 is torn"):
+        cost_run(tmp_path, profiles)  # a torn log is no run's whole cost
+    result = cost_run(tmp_path, profiles, allow_torn=True)  # the run directory
+    assert result.torn_line == 16
     calls = result.calls.to_pylist()
     assert result.run_id == "mini/delayed-turn-tool_output-50/t/1"
     assert [c["call"] for c in calls] == [1, 2, 3, 4]  # the failed call and the torn line are not billed
@@ -150,12 +158,26 @@ def test_call_log_prompts_split_deletions_and_agreement(tmp_path, repo_root):
     assert result.run_costs.column("cached_tokens").to_pylist() == [169, 0 + 32 + 48 + 80]
 
 
-def test_call_log_with_a_bad_deleted_record(tmp_path):
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('"tokens_removed": 5', '"removed_tokens": 5'), "lacks tokens_removed"),  # no guessing of names
+        (('"tokens_removed": 5', '"tokens_removed": 5, "what": 1'), "has unknown field what"),
+        (('"tokens_removed": 5', '"tokens_removed": -5'), "a token count is negative"),
+        (('"tokens_removed": 5', '"tokens_removed": 9'), "removes more tokens than the part had"),
+        (('"tokens_removed": 5', '"tokens_removed": "5"'), "tokens_removed is not int"),
+        (('"mode": "token", "tokens_before": 8', '"mode": "turn", "tokens_before": 8'),
+         "a turn-level rewrite removes every token"),
+        (('"part": "reasoning"', '"part": "reasoning_2"'), "part 'reasoning_2' is not one of"),
+    ],
+)
+def test_call_log_with_a_bad_deleted_record(tmp_path, edit, message):
     write_log(tmp_path / "calls.jsonl")
-    text = (tmp_path / "calls.jsonl").read_text().replace('"removed_tokens": 5', '"what": 5')
-    (tmp_path / "calls.jsonl").write_text(text)
-    with pytest.raises(RunOutputError, match="call 4: a deleted record has neither removed_tokens"):
-        load_run(tmp_path)
+    text = (tmp_path / "calls.jsonl").read_text()
+    assert edit[0] in text
+    (tmp_path / "calls.jsonl").write_text(text.replace(edit[0], edit[1]))
+    with pytest.raises(RunOutputError, match=rf"calls.jsonl: line 15 \(call 4\): deleted\[1\]: .*{message}"):
+        load_run(tmp_path, allow_torn=True)
 
 
 def _tool_call(cid: str, command: str) -> dict:

@@ -10,7 +10,9 @@ import pytest
 from agent_histories import (
     SYSTEM,
     TASK,
+    TEXT_ACTIONS,
     action_spans,
+    actions_of,
     build,
     histories,
     messages_of_turn,
@@ -21,6 +23,7 @@ from agent_histories import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from forgetting import tokenizer
 from forgetting.deletion import DEFAULT_PLACEHOLDERS, DeletionSettings, Reducer, reduce_history
 from forgetting.deletion.parts import decompose
 from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
@@ -56,11 +59,11 @@ def test_delayed_turn_both_100_on_a_text_style_history_by_hand():
             {"reasoning": "THOUGHT: submit", "outputs": [observation(0, "done")]},
         ],
     )
-    r = reduce_history(msgs, paper_configuration("delayed-turn-both-100"), seed=1)
+    r = reduce_history(msgs, paper_configuration("delayed-turn-both-100"), seed=1, actions=actions_of(msgs))
     expect = copy.deepcopy(msgs)
     expect[2]["content"] = "[reasoning deleted]\n\n```mswea_bash_command\ncat file_1_0.py\n```"
     expect[3]["content"] = "[tool output deleted]"
-    expect[4]["content"] = "[reasoning deleted]\n\n```bash\ncat file_2_0.py\n```"
+    expect[4]["content"] = "[reasoning deleted]\n\n```mswea_bash_command\ncat file_2_0.py\n```"
     expect[5]["content"] = "[tool output deleted]"
     assert r.messages == expect  # turns 3 and 4 (the last keep_last = 2) untouched
     assert [(x.turn, x.part, x.message_index, x.mode) for x in r.records] == [
@@ -85,7 +88,7 @@ def test_tool_calls_style_keeps_tool_calls_and_ids_and_rewrites_reasoning_conten
             {"reasoning": "", "outputs": [observation(0, "ok")]},
         ],
     )
-    r = reduce_history(msgs, paper_configuration("immediate-turn-both-100"), seed=5)
+    r = reduce_history(msgs, paper_configuration("immediate-turn-both-100"), seed=5, actions=actions_of(msgs))
     a = r.messages[2]
     assert a["reasoning_content"] == "[reasoning deleted]" and a["content"] == ""
     assert a["tool_calls"] == msgs[2]["tool_calls"]
@@ -103,12 +106,49 @@ def test_a_fenced_block_is_an_action_only_in_a_message_without_tool_calls():
         SYSTEM_TASK[1],
         {"role": "assistant", "content": "Plan:\n```bash\nmake test\n```\nthen ls", "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": "a b"},
-        {"role": "assistant", "content": "No tool call this time.\n\n```bash\nls -la\n```"},
+        {"role": "assistant", "content": "No tool call this time.\n\n```mswea_bash_command\nls -la\n```"},
         {"role": "user", "content": "Please always call a tool."},
     ]
-    r = reduce_history(msgs, paper_configuration("immediate-turn-reasoning-100"), seed=1)
+    d = paper_configuration("immediate-turn-reasoning-100")
+    # a tool-calling agent (mini): its actions are tool calls, every text is reasoning
+    r = reduce_history(msgs, d, seed=1, actions=None)
+    assert r.messages[2]["content"] == "[reasoning deleted]"
+    assert r.messages[4]["content"] == "[reasoning deleted]"
+    # under mini-swe-agent's text-mode pattern the reply without tool calls keeps its block
+    r = reduce_history(msgs, d, seed=1, actions=TEXT_ACTIONS)
     assert r.messages[2]["content"] == "[reasoning deleted]"  # with tool_calls: all of it is reasoning
-    assert r.messages[4]["content"] == "[reasoning deleted]\n\n```bash\nls -la\n```"
+    assert r.messages[4]["content"] == "[reasoning deleted]\n\n```mswea_bash_command\nls -la\n```"
+
+
+def test_a_quoted_shell_snippet_in_text_mode_reasoning_is_reasoning():
+    """mini-swe-agent 2.x text mode executes only its own ``mswea_bash_command`` block
+    (its ``action_regex``): a ```bash or ```sh snippet the reasoning quotes is reasoning and
+    is deleted with it; the agent's block stays byte-identical."""
+    block = "```mswea_bash_command\npython -m pytest -q\n```"
+    quoting = (
+        "THOUGHT: the README suggests\n```bash\nmake test\n```\nand the CI runs\n```sh\ntox -e py\n```\n"
+        "but I will run pytest directly.\n\n" + block
+    )
+    msgs = [
+        SYSTEM_TASK[0],
+        SYSTEM_TASK[1],
+        {"role": "assistant", "content": quoting},
+        {"role": "user", "content": observation(0, "3 passed")},
+        {"role": "assistant", "content": "THOUGHT: done.\n\n```mswea_bash_command\necho COMPLETE\n```"},
+        {"role": "user", "content": observation(0, "")},
+    ]
+    assert [a.command for a in actions(msgs[2], TEXT_ACTIONS)] == ["python -m pytest -q"]
+    r = reduce_history(msgs, paper_configuration("immediate-turn-reasoning-100"), seed=1, actions=TEXT_ACTIONS)
+    assert r.messages[2]["content"] == "[reasoning deleted]\n\n" + block
+    (rec,) = [x for x in r.records if x.turn == 1]
+    assert rec.tokens_before == tokenizer.count(quoting[: quoting.index("\n\n```mswea")])
+    # token level: the quoted snippets are thinned with the rest of the reasoning
+    t = reduce_history(msgs, paper_configuration("immediate-token-reasoning-50"), seed=3, actions=TEXT_ACTIONS)
+    assert t.messages[2]["content"].endswith("\n\n" + block)
+    (rec,) = [x for x in t.records if x.turn == 1]
+    assert rec.tokens_removed == int(rec.tokens_before * 0.5 + 0.5) and rec.tokens_before == tokenizer.count(
+        quoting[: quoting.index("\n\n```mswea")]
+    )
 
 
 def test_turn_selection_is_keyed_by_run_seed_and_turn_index_by_hand():
@@ -120,16 +160,14 @@ def test_turn_selection_is_keyed_by_run_seed_and_turn_index_by_hand():
     ]
     assert expected == [t for t in range(1, 13) if turn_selected(7, t, 50)]
     msgs = realistic("text", 14, output_lines=3)
-    r = reduce_history(msgs, paper_configuration("delayed-turn-tool_output-50"), seed=7)
+    r = reduce_history(msgs, paper_configuration("delayed-turn-tool_output-50"), seed=7, actions=actions_of(msgs))
     assert sorted({x.turn for x in r.records}) == expected
     assert 0 < len(expected) < 12
 
 
 def test_history_view_sizes_parts_for_policies():
-    from forgetting import tokenizer
-
     msgs = realistic("text", 3, output_lines=4)
-    view = HistoryView(msgs, 1)
+    view = HistoryView(msgs, 1, actions=actions_of(msgs))
     assert (view.n_turns, list(view.eligible(2)), view.style) == (3, [1], "text")
     assert view.message_indices(2, "tool_output") == (5,)
     (core,) = view.part_texts(2, "tool_output")
@@ -144,7 +182,7 @@ def test_placeholders_come_from_settings():
         msgs,
         paper_configuration("immediate-turn-both-100"),
         seed=1,
-        placeholders={"tool_output": "[output removed]"},
+        placeholders={"tool_output": "[output removed]"}, actions=actions_of(msgs),
     )
     assert r.messages[3]["content"] == "[output removed]"
     assert r.messages[2]["content"] == DEFAULT_PLACEHOLDERS["reasoning"]
@@ -152,7 +190,7 @@ def test_placeholders_come_from_settings():
 
 def test_baseline_changes_nothing_and_records_nothing():
     msgs = realistic("tool_calls", 6)
-    r = reduce_history(msgs, paper_configuration("baseline"), seed=1)
+    r = reduce_history(msgs, paper_configuration("baseline"), seed=1, actions=actions_of(msgs))
     assert r.messages == msgs and r.records == () and r.new == ()
 
 
@@ -165,7 +203,7 @@ def test_baseline_changes_nothing_and_records_nothing():
 def test_system_task_and_actions_stay_byte_identical(h, d, seed):
     _style, msgs = h
     original = copy.deepcopy(msgs)
-    r = reduce_history(msgs, d, seed)
+    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
     assert msgs == original  # the input is untouched
     assert len(r.messages) == len(msgs)
     for i in segment(msgs).preamble:
@@ -176,7 +214,7 @@ def test_system_task_and_actions_stay_byte_identical(h, d, seed):
             k: v for k, v in old.items() if k not in ("content", "reasoning_content")
         }
         if old["role"] == "assistant":
-            assert actions(new) == actions(old)
+            assert actions(new, actions_of(msgs)) == actions(old, actions_of(msgs))
             assert action_spans(new) == action_spans(old)
 
 
@@ -184,7 +222,7 @@ def test_system_task_and_actions_stay_byte_identical(h, d, seed):
 @given(histories(), configs, seeds)
 def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
     _, msgs = h
-    r = reduce_history(msgs, d, seed)
+    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
     n = len(segment(msgs).turns)
     for turn in range(max(1, n - d.keep_last + 1), n + 1):
         for i in messages_of_turn(msgs, turn):
@@ -196,13 +234,13 @@ def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
 @given(histories(min_turns=1), st.sampled_from(["reasoning", "tool_output", "both"]), seeds)
 def test_immediate_100_percent_turn_level_rewrites_every_earlier_turn(h, scope, seed):
     _style, msgs = h
-    r = reduce_history(msgs, paper_configuration(f"immediate-turn-{scope}-100"), seed)
-    view = HistoryView(msgs, seed)
+    r = reduce_history(msgs, paper_configuration(f"immediate-turn-{scope}-100"), seed, actions=actions_of(msgs))
+    view = HistoryView(msgs, seed, actions=actions_of(msgs))
     for turn in range(1, view.n_turns + 1):
         for part in SCOPE_PARTS[scope]:
             for i in view.message_indices(turn, part):
-                old = decompose(msgs[i], part)
-                new = decompose(r.messages[i], part)
+                old = decompose(msgs[i], part, actions_of(msgs))
+                new = decompose(r.messages[i], part, actions_of(msgs))
                 if old is None:
                     assert r.messages[i] == msgs[i]  # nothing to delete
                 else:  # no trace of the original text is left, only the placeholder
@@ -215,14 +253,14 @@ def test_immediate_token_level_rewrites_every_earlier_turn(h, d, seed):
     _style, msgs = h
     if d.timing != "immediate" or d.granularity != "token":
         d = paper_configuration(f"immediate-token-{d.scope}-50")
-    r = reduce_history(msgs, d, seed)
-    view = HistoryView(msgs, seed)
+    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
+    view = HistoryView(msgs, seed, actions=actions_of(msgs))
     expected = {
         (t, p, i)
         for t in range(1, view.n_turns + 1)
         for p in d.parts
         for i in view.message_indices(t, p)
-        if decompose(msgs[i], p) is not None
+        if decompose(msgs[i], p, actions_of(msgs)) is not None
     }
     assert {(x.turn, x.part, x.message_index) for x in r.records} == expected
 
@@ -231,7 +269,7 @@ def test_immediate_token_level_rewrites_every_earlier_turn(h, d, seed):
 @given(histories(), st.sampled_from([d for d in PAPER_CONFIGURATIONS if d.scope != "both"]), seeds)
 def test_one_scope_leaves_the_other_part_untouched(h, d, seed):
     _, msgs = h
-    r = reduce_history(msgs, d, seed)
+    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
     for new, old in zip(r.messages, msgs, strict=True):
         if (old["role"] == "assistant") == (d.scope == "tool_output"):
             assert new == old
@@ -247,7 +285,7 @@ def test_one_scope_leaves_the_other_part_untouched(h, d, seed):
 )
 def test_token_level_removes_its_share_and_keeps_the_rest_in_order(h, amount, scope, seed):
     _style, msgs = h
-    r = reduce_history(msgs, paper_configuration(f"immediate-token-{scope}-{amount}"), seed)
+    r = reduce_history(msgs, paper_configuration(f"immediate-token-{scope}-{amount}"), seed, actions=actions_of(msgs))
     for x in r.records:
         # exact draw: round(n * X / 100) of each message's n scoped tokens, half up
         assert x.tokens_removed == int(x.tokens_before * amount / 100 + 0.5)
@@ -264,12 +302,12 @@ def test_each_reduced_prompt_extends_the_previous_except_at_newly_eligible_turns
     _, msgs = h
     n = len(segment(msgs).turns)
     ks = sorted(data.draw(st.lists(st.integers(0, n), min_size=3, max_size=3, unique=True)))
-    reducer = Reducer(d, seed)  # one per run, memoized, as the proxy keeps it
+    reducer = Reducer(d, seed, actions=actions_of(msgs))  # one per run, memoized, as the proxy keeps it
     prev = None
     for k in ks:
         hist = request_history(msgs, k)
         r = reducer.reduce(hist)
-        assert r == reduce_history(hist, d, seed)  # memoized == pure
+        assert r == reduce_history(hist, d, seed, actions=actions_of(msgs))  # memoized == pure
         if prev is not None:
             k0, r0 = prev
             newly = set(range(max(0, k0 - d.keep_last) + 1, max(0, k - d.keep_last) + 1))
@@ -287,7 +325,7 @@ def test_each_reduced_prompt_extends_the_previous_except_at_newly_eligible_turns
 def test_new_parts_are_those_first_rewritten_at_each_call(h, d, seed):
     _, msgs = h
     n = len(segment(msgs).turns)
-    reducer = Reducer(d, seed)
+    reducer = Reducer(d, seed, actions=actions_of(msgs))
     seen: list = []
     for k in range(n + 1):
         r = reducer.reduce(request_history(msgs, k))
@@ -304,7 +342,7 @@ def test_new_parts_are_those_first_rewritten_at_each_call(h, d, seed):
 def test_same_seed_identical_and_different_seed_differs(name):
     msgs = realistic("tool_calls", 30, output_lines=8)
     d = paper_configuration(name)
-    a, b, c = (reduce_history(msgs, d, s) for s in (11, 11, 12))
+    a, b, c = (reduce_history(msgs, d, s, actions=actions_of(msgs)) for s in (11, 11, 12))
     assert a == b
     assert a.messages != c.messages
 
@@ -318,7 +356,7 @@ def test_a_policy_that_changes_its_mind_is_caught():
 
     msgs = realistic("text", 4, output_lines=2)
     d = Deletion(name="flaky", policy="flaky")
-    reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings()))
+    reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings()), actions=actions_of(msgs))
     with pytest.raises(PolicyError, match="not stable"):
         reducer.reduce(msgs)  # 4 turns: undecided; the previous call (3 turns) decided it
 
@@ -329,16 +367,16 @@ def test_the_memoized_reducer_equals_the_pure_function_on_any_sequence_of_histor
     # cut anywhere (mid-turn too, e.g. a request ending with an assistant message), grow, shrink
     _, msgs = h
     cuts = data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6))
-    reducer = Reducer(d, seed)
+    reducer = Reducer(d, seed, actions=actions_of(msgs))
     for cut in cuts:
-        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed)
+        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed, actions=actions_of(msgs))
 
 
 def test_a_turn_whose_observations_arrive_later_is_rewritten_whole():
     msgs = realistic("tool_calls", 3, output_lines=2)
     d = paper_configuration("immediate-turn-tool_output-100")
-    reducer = Reducer(d, 1)
+    reducer = Reducer(d, 1, actions=actions_of(msgs))
     cut = segment(msgs).turns[-1].assistant + 1  # the last turn's assistant message, no tool output yet
     reducer.reduce(msgs[:cut])
-    assert reducer.reduce(msgs) == reduce_history(msgs, d, 1)
+    assert reducer.reduce(msgs) == reduce_history(msgs, d, 1, actions=actions_of(msgs))
     assert reducer.reduce(msgs).messages[-1]["content"] == "[tool output deleted]"

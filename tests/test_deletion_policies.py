@@ -9,7 +9,9 @@ import itertools
 
 import pytest
 from agent_histories import (
+    ACTIONS,
     action_spans,
+    actions_of,
     build,
     histories,
     messages_of_turn,
@@ -77,7 +79,7 @@ all_st = st.sampled_from(ALL)
 def test_system_task_and_actions_stay_byte_identical(h, d, seed):
     _, msgs = h
     original = copy.deepcopy(msgs)
-    r = reduce_history(msgs, d, seed)
+    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
     assert msgs == original and len(r.messages) == len(msgs)
     for i in segment(msgs).preamble:
         assert r.messages[i] == msgs[i]
@@ -86,7 +88,8 @@ def test_system_task_and_actions_stay_byte_identical(h, d, seed):
         rest = {k: v for k, v in new.items() if k not in ("content", "reasoning_content")}
         assert rest == {k: v for k, v in old.items() if k not in ("content", "reasoning_content")}
         if old["role"] == "assistant":
-            assert actions(new) == actions(old) and action_spans(new) == action_spans(old)
+            syntax = actions_of(msgs)
+            assert actions(new, syntax) == actions(old, syntax) and action_spans(new) == action_spans(old)
     assert {x.part for x in r.records} <= set(d.parts)
 
 
@@ -94,7 +97,7 @@ def test_system_task_and_actions_stay_byte_identical(h, d, seed):
 @given(histories(pooled=True), all_st, seeds)
 def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
     _, msgs = h
-    r = reduce_history(msgs, d, seed)
+    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
     n = len(segment(msgs).turns)
     for turn in range(max(1, n - d.keep_last + 1), n + 1):
         for i in messages_of_turn(msgs, turn):
@@ -107,12 +110,12 @@ def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
 def test_rewritten_turns_stay_rewritten_the_same_way_as_the_history_grows(h, d, seed):
     _, msgs = h
     n = len(segment(msgs).turns)
-    reducer = Reducer(d, seed)  # one per run, as the proxy keeps it; it also checks stability
+    reducer = Reducer(d, seed, actions=actions_of(msgs))  # one per run, as the proxy keeps it; it also checks stability
     prev = None
     for k in range(n + 1):
         hist = request_history(msgs, k)
         r = reducer.reduce(hist)
-        assert r == reduce_history(hist, d, seed)  # memoized == pure
+        assert r == reduce_history(hist, d, seed, actions=actions_of(msgs))  # memoized == pure
         if prev is not None:
             before = {(x.turn, x.part, x.message_index) for x in prev.records}
             after = {(x.turn, x.part, x.message_index) for x in r.records}
@@ -131,22 +134,22 @@ def test_rewritten_turns_stay_rewritten_the_same_way_as_the_history_grows(h, d, 
 def test_the_memoized_reducer_equals_the_pure_function_on_any_sequence_of_histories(h, d, seed, data):
     _, msgs = h
     cuts = data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6))
-    reducer = Reducer(d, seed)
+    reducer = Reducer(d, seed, actions=actions_of(msgs))
     for cut in cuts:
-        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed)
+        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed, actions=actions_of(msgs))
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
 def test_same_seed_identical_results(name):
     msgs = realistic("tool_calls", 14, output_lines=6)
     d = parse_configuration_name(name, "test", CONTEXT)
-    a, b = reduce_history(msgs, d, 11), reduce_history(msgs, d, 11)
+    a, b = reduce_history(msgs, d, 11, actions=actions_of(msgs)), reduce_history(msgs, d, 11, actions=actions_of(msgs))
     assert a == b
     # all delete something on 14 turns, except the gate with a 2-call horizon: halving the
     # reasoning of old turns never pays for re-billing the 3 turns after them
     assert bool(a.records) == (name != "gate2-keep3-token-reasoning-50")
     if a.records and (d.granularity == "token" or (d.amount or 100) < 100):  # keyed draws: other seed, others
-        assert reduce_history(msgs, d, 12).messages != a.messages
+        assert reduce_history(msgs, d, 12, actions=actions_of(msgs)).messages != a.messages
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +159,7 @@ def test_same_seed_identical_results(name):
 def test_keep8_is_the_paper_policy_with_eight_turns_kept():
     msgs = realistic("text", 12, output_lines=2)
     d = parse_configuration_name("keep8-turn-tool_output-100", "test")
-    r = reduce_history(msgs, d, 1)
+    r = reduce_history(msgs, d, 1, actions=actions_of(msgs))
     assert sorted({x.turn for x in r.records}) == [1, 2, 3, 4]  # 12 turns, the last 8 kept
     assert d.timing is None  # not one of the paper's two timings
 
@@ -170,7 +173,7 @@ def test_batch_frontier_by_hand():
 def test_batched_rewriting_breaks_the_prefix_once_per_batch():
     msgs = realistic("text", 10, output_lines=2)
     d = parse_configuration_name("batch3-delayed-turn-tool_output-100", "test")
-    reducer = Reducer(d, 5)
+    reducer = Reducer(d, 5, actions=actions_of(msgs))
     newly = {}
     for k in range(11):
         r = reducer.reduce(request_history(msgs, k))
@@ -183,7 +186,7 @@ def test_batched_rewriting_breaks_the_prefix_once_per_batch():
 def test_batched_turn_level_selection_is_the_papers_draw():
     msgs = realistic("tool_calls", 9, output_lines=2)
     d = parse_configuration_name("batch2-immediate-turn-both-50", "test")
-    r = reduce_history(msgs, d, 7)
+    r = reduce_history(msgs, d, 7, actions=actions_of(msgs))
     expected = [t for t in range(1, 9) if turn_selected(7, t, 50)]  # 9 turns → frontier 8
     assert sorted({x.turn for x in r.records}) == expected
 
@@ -196,7 +199,7 @@ def test_masking_keeps_the_last_m_outputs_and_names_the_omitted_lines():
     outputs = ["a\nb\nc", "one line", "x\ny", "last but one", "last"]
     specs = [{"reasoning": f"THOUGHT: {i}", "outputs": [observation(0, o)]} for i, o in enumerate(outputs)]
     msgs = build("text", specs)
-    r = reduce_history(msgs, parse_configuration_name("mask2", "test"), 1)
+    r = reduce_history(msgs, parse_configuration_name("mask2", "test"), 1, actions=actions_of(msgs))
     # an observation is "<returncode>0</returncode>\n<output>\n{output}\n</output>": 3 more lines
     assert [r.messages[i]["content"] for i in (3, 5, 7)] == [
         "[6 lines of old tool output omitted]",
@@ -214,7 +217,7 @@ def test_mask_placeholder_must_name_the_lines():
         build_policies([{"policy": "mask", "keep_last": 3, "placeholder": "[gone]"}], "k")
     (d,) = build_policies([{"policy": "mask", "keep_last": 1, "placeholder": "({lines} lines hidden)"}], "k")
     msgs = realistic("text", 2, output_lines=2)
-    assert reduce_history(msgs, d, 1).messages[3]["content"] == "(5 lines hidden)"
+    assert reduce_history(msgs, d, 1, actions=actions_of(msgs)).messages[3]["content"] == "(5 lines hidden)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,10 +276,10 @@ def test_reuse_aware_deletion_by_hand(style, keep_last, expected):
     policy = make_policy(d)
     assert isinstance(policy, ReuseAware)
     for n, stale in expected.items():
-        view = HistoryView(request_history(msgs, n), 1)
+        view = HistoryView(request_history(msgs, n), 1, actions=actions_of(msgs))
         assert policy.stale(view) == stale, n
         assert stale_turns([policy._files[t] for t in range(n)], 2, keep_last) == stale  # unmemoized fold
-    r = reduce_history(msgs, d, 1)
+    r = reduce_history(msgs, d, 1, actions=actions_of(msgs))
     assert sorted({x.turn for x in r.records}) == sorted(expected[7])
     assert all(x.part == "tool_output" for x in r.records)
 
@@ -314,7 +317,7 @@ def gate_history() -> list[dict]:
     sizes = [40, 10, 5, 100, 20, 8]
     msgs = [{"role": "system", "content": "you are an agent"}, {"role": "user", "content": "fix the bug"}]
     for t, n in enumerate(sizes, start=1):
-        msgs.append({"role": "assistant", "content": f"THOUGHT: step {t}\n\n```bash\ncat f{t}.py\n```"})
+        msgs.append({"role": "assistant", "content": f"THOUGHT: step {t}\n\n```mswea_bash_command\ncat f{t}.py\n```"})
         msgs.append({"role": "user", "content": " ".join(["w"] * n)})
     return msgs
 
@@ -339,7 +342,7 @@ def test_gate_decisions_by_hand_on_a_small_history():
     gate = make_policy(d)
     assert isinstance(gate, CacheAwareGate)
     msgs = gate_history()
-    steps = gate.fold(HistoryView(msgs, 3, counter=words))
+    steps = gate.fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
     est = {m: s[1] for m, s in enumerate(steps, start=1)}
     committed = {m: sorted(rw.turn for rw in s[0]) for m, s in enumerate(steps, start=1)}
     # the placeholder "[tool output deleted]" is 3 words; H = min(5, 60 − m) = 5 throughout
@@ -359,7 +362,7 @@ def test_gate_decisions_by_hand_on_a_small_history():
     assert committed_after(steps) == [3, 6]
     # decide() on each history length is the fold's state there (a rewrite, once made, stays)
     for n in range(7):
-        view = HistoryView(request_history(msgs, n), 3, counter=words)
+        view = HistoryView(request_history(msgs, n), 3, counter=words, actions=actions_of(msgs))
         assert sorted(rw.turn for rw in gate.decide(view)) == (committed[n] if n else [])
 
 
@@ -379,7 +382,7 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
         "k",
         PolicyContext(turn_cap=60),
     )
-    steps = make_policy(d).fold(HistoryView(msgs, 3, counter=words))
+    steps = make_policy(d).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
     # keep_last 0: at m = 1 only turn 1's own output is pending: nothing cached to re-bill
     assert (steps[0][1].saved_tokens, steps[0][1].rebilled_tokens, steps[0][1].fires) == (37, 0, True)
     # every later call: the newest output is free to rewrite, so each is rewritten at once
@@ -424,10 +427,10 @@ GATES = [
 @given(sized_histories(), st.sampled_from(GATES), seeds)
 def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
     n = len(segment(msgs).turns)
-    steps = make_policy(d).fold(HistoryView(msgs, seed))
+    steps = make_policy(d).fold(HistoryView(msgs, seed, actions=actions_of(msgs)))
     for (before, _), (after, _) in itertools.pairwise(steps):
         assert before <= after  # committed rewrites only grow
-    reducer = Reducer(d, seed)  # raises PolicyError if a decision were dropped
+    reducer = Reducer(d, seed, actions=actions_of(msgs))  # raises PolicyError if a decision were dropped
     seen: set = set()
     for k in range(n + 1):
         r = reducer.reduce(request_history(msgs, k))
@@ -451,13 +454,13 @@ def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
         d, log_dir = parse_configuration_name(name, "test"), tmp_path / name
         with (
             FakeUpstream(style=style) as up,
-            start_proxy(up.url, d, 9, log_dir, f"mini/{name}/t/1", settings=FAST) as px,
+            start_proxy(up.url, d, 9, log_dir, f"mini/{name}/t/1", settings=FAST, actions=ACTIONS[style]) as px,
         ):
             sent = drive(px.url, style, 6)
         log = read_call_log(log_dir / "calls.jsonl")
         assert log.header["deletion"] == d.as_dict()  # every parameter, e.g. the gate's prices
         for history, received, call in zip(sent, up.chat_requests(), log.calls, strict=True):
-            expected = reduce_history(history, d, 9)
+            expected = reduce_history(history, d, 9, actions=ACTIONS[style])
             assert received.body["messages"] == expected.messages == log.messages(call)
             assert call.deleted == expected.deleted
-        assert reduce_history(sent[-1], d, 9).records, name  # each deletes something in 6 calls
+        assert reduce_history(sent[-1], d, 9, actions=ACTIONS[style]).records, name  # each deletes something in 6 calls

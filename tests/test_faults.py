@@ -115,11 +115,13 @@ def drop_a_segment(d: Path) -> None:
 
 
 def negative_deletion(d: Path) -> None:
+    # (a placeholder longer than its part, tokens_after > tokens_before, is no fault: every
+    # token of the part is still removed; a negative count is)
     lines = lines_of(d / "calls.jsonl")
     for i, line in enumerate(lines):
         rec = json.loads(line)
         if rec.get("type") == "call" and rec["deleted"]:
-            rec["deleted"][0]["tokens_after"] = rec["deleted"][0]["tokens_before"] + 5
+            rec["deleted"][0]["tokens_removed"] = -5
             lines[i] = json.dumps(rec) + "\n"
             break
     else:
@@ -163,7 +165,7 @@ RUN_OUTPUT_FAULTS: dict[str, tuple[Callable[[Path], None], str, str, str | None]
                                 "the call log of run mini/baseline/x/1", None),
     "call log missing": (remove("calls.jsonl"), "calls.jsonl", "call log not found", None),
     "call log lacking a segment": (drop_a_segment, "calls.jsonl", "refers to unknown segment", "cost"),
-    "call log with a negative deletion": (negative_deletion, "calls.jsonl", "negative number of tokens", "cost"),
+    "call log with a negative deletion": (negative_deletion, "calls.jsonl", "a token count is negative", "cost"),
     "trajectory in an unknown format": (write_file("trajectory.json", '{"steps": [], "version": 7}'),
                                         "trajectory.json", "unknown trajectory format", "label"),
     "trajectory not JSON": (write_file("trajectory.json", b"\x89PNG\r\n\x1a\n\x00\x00"), "trajectory.json",

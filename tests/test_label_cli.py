@@ -210,3 +210,28 @@ def test_real_mini_swe_agent_trajectory(mini_env: Path, tmp_path: Path, text_mod
     proc = run_cli("label", out)
     assert proc.returncode == 0 and "refetches=0" in proc.stdout, proc.stderr
     assert os.path.getsize(out) > 0
+
+
+def test_label_refuses_a_torn_call_log_unless_allowed(tmp_path: Path, run_cli) -> None:
+    run = tmp_path / "runs" / "mini" / "immediate-turn-tool_output-100" / "demo__t1" / "1"
+    write_json(run / "trajectory.json", toolcall_trajectory())
+    calls = write_call_log(run / "calls.jsonl", {2: [deletion(1)]})
+    write_json(run / "run.json", {"status": "submitted", "turns": 10, "agent": "mini"})
+    data = calls.read_bytes()
+    start = data.rstrip(b"\n").rfind(b"\n") + 1
+    calls.write_bytes(data[: start + 25])  # the proxy was killed while writing the last call
+    line = data[:start].count(b"\n") + 1
+    proc = run_cli("label", run)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (err,) = proc.stderr.strip().splitlines()
+    assert err.startswith(f"error: {calls}: line {line} is torn") and "--allow-torn" in err
+    proc = run_cli("label", run, "--allow-torn")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip() == (
+        f"warning: {calls}: the call log is torn at line {line}; took the deletions of the 9 calls read before it"
+    )
+    assert "refetches_deleted=1" in proc.stdout.splitlines()[-1]
+    # a bare trajectory with --call-log too
+    traj = write_json(tmp_path / "t.traj.json", toolcall_trajectory())
+    proc = run_cli("label", traj, "--call-log", calls)
+    assert proc.returncode == 2 and f"{calls}: line {line} is torn" in proc.stderr

@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from agent_histories import SYSTEM, TASK
+from agent_histories import ACTIONS, SYSTEM, TASK
 from fakes.fake_openai_upstream import FakeUpstream
 
 from conftest import cli_env
@@ -92,7 +92,10 @@ def drive(url: str, style: str, calls: int, **extra: Any) -> list[list[dict]]:
 @pytest.mark.parametrize("name", ["delayed-turn-both-50", "immediate-token-tool_output-50", "baseline"])
 def test_end_to_end(tmp_path, style, name):
     d, seed, run = paper_configuration(name), 41, f"mini/{name}/task-1/1"
-    with FakeUpstream(style=style) as up, start_proxy(up.url, d, seed, tmp_path, run, settings=FAST) as px:
+    with (
+        FakeUpstream(style=style) as up,
+        start_proxy(up.url, d, seed, tmp_path, run, settings=FAST, actions=ACTIONS[style]) as px,
+    ):
         assert px.host == "127.0.0.1" and px.url.endswith("/v1")
         sent = drive(px.url, style, 7)
     received = up.chat_requests()
@@ -102,7 +105,7 @@ def test_end_to_end(tmp_path, style, name):
     assert (log.header["run_id"], log.header["seed"], log.header["deletion"]["name"]) == (run, seed, name)
     all_deleted = []
     for k, (history, rec, call) in enumerate(zip(sent, received, log.calls, strict=True), start=1):
-        expected = reduce_history(history, d, seed)
+        expected = reduce_history(history, d, seed, actions=ACTIONS[style])
         # upstream got the reduced messages, everything else as the agent sent it
         assert rec.body["messages"] == expected.messages
         assert {k2: v for k2, v in rec.body.items() if k2 != "messages"} == {
@@ -124,19 +127,20 @@ def test_end_to_end(tmp_path, style, name):
         assert call.response["finish_reason"] == ("tool_calls" if style == "tool_calls" else "stop")
         assert call.t_request <= call.t_response
         all_deleted += call.deleted
-    final = reduce_history(sent[-1], d, seed)
+    final = reduce_history(sent[-1], d, seed, actions=ACTIONS[style])
     if name == "baseline":
         assert all(r.body["messages"] == h for r, h in zip(received, sent, strict=True)) and not all_deleted
     else:
-        canon = lambda xs: sorted(json.dumps(x, sort_keys=True) for x in xs)  # noqa: E731
-        assert final.records and canon(all_deleted) == canon(r.as_dict() for r in final.records)
+        assert final.records and sorted(all_deleted, key=lambda r: r.identity) == sorted(
+            final.records, key=lambda r: r.identity
+        )
 
 
 def test_upstream_error_is_passed_through_without_retry(tmp_path):
     with (
         FakeUpstream() as up,
         start_proxy(
-            up.url, paper_configuration("delayed-turn-both-100"), 1, tmp_path, "r", settings=FAST
+            up.url, paper_configuration("delayed-turn-both-100"), 1, tmp_path, "r", settings=FAST, actions=None
         ) as px,
     ):
         error = {
@@ -162,7 +166,7 @@ def test_upstream_error_is_passed_through_without_retry(tmp_path):
 def test_transient_failures_are_retried(tmp_path):
     with (
         FakeUpstream() as up,
-        start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=FAST) as px,
+        start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=FAST, actions=None) as px,
     ):
         up.fail_next(503, times=2)
         up.fail_next(None)  # connection dropped without a reply
@@ -180,7 +184,7 @@ def test_retries_give_up_with_the_upstream_status(tmp_path):
     settings = ProxySettings(retries=2, backoff_s=0.01, backoff_max_s=0.02)
     with (
         FakeUpstream() as up,
-        start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=settings) as px,
+        start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=settings, actions=None) as px,
     ):
         up.fail_next(503, times=10, body=b"Service Unavailable")
         status, body = request(
@@ -198,7 +202,7 @@ def test_unreachable_upstream_is_a_502_with_a_message(tmp_path):
         port = s.getsockname()[1]  # closed again: nothing listens there
     settings = ProxySettings(retries=1, backoff_s=0.01)
     with start_proxy(
-        f"http://127.0.0.1:{port}", paper_configuration("baseline"), 1, tmp_path, "r", settings=settings
+        f"http://127.0.0.1:{port}", paper_configuration("baseline"), 1, tmp_path, "r", settings=settings, actions=None
     ) as px:
         status, body = request(
             px.url, "POST", "/v1/chat/completions", {"model": "m", "messages": [SYSTEM, TASK]}
@@ -215,7 +219,7 @@ def test_a_slow_upstream_times_out_without_retry(tmp_path):
             1,
             tmp_path,
             "r",
-            settings=ProxySettings(timeout_s=0.2, backoff_s=0.01),
+            settings=ProxySettings(timeout_s=0.2, backoff_s=0.01), actions=None,
         ) as px,
     ):
         up.delay_s = 0.5
@@ -242,7 +246,7 @@ def test_retry_after_is_honoured_up_to_the_cap():
 def test_malformed_requests_get_a_4xx_with_a_message(tmp_path):
     with (
         FakeUpstream() as up,
-        start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=FAST) as px,
+        start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=FAST, actions=None) as px,
     ):
         cases = [
             (b"{not json", 400, "not valid JSON"),
@@ -268,7 +272,8 @@ def test_models_and_health(tmp_path):
     with (
         FakeUpstream() as up,
         start_proxy(
-            up.url, paper_configuration("immediate-token-both-25"), 9, tmp_path, "mini/x/t/1", settings=FAST
+            up.url, paper_configuration("immediate-token-both-25"), 9, tmp_path, "mini/x/t/1", settings=FAST,
+            actions=None,
         ) as px,
     ):
         status, models = request(px.url, "GET", "/v1/models")
@@ -292,7 +297,7 @@ def test_openai_client_with_and_without_streaming(tmp_path):
     with (
         FakeUpstream() as up,
         start_proxy(
-            up.url, paper_configuration("immediate-turn-tool_output-100"), 2, tmp_path, "r", settings=FAST
+            up.url, paper_configuration("immediate-turn-tool_output-100"), 2, tmp_path, "r", settings=FAST, actions=None
         ) as px,
     ):
         client = openai.OpenAI(base_url=px.url, api_key="sk-test", max_retries=0)
@@ -347,6 +352,8 @@ def test_killed_proxy_loses_nothing_logged_and_a_torn_line_is_reported(tmp_path)
             "3",
             "--log",
             str(log_dir),
+            "--agent",
+            "mini-text",
             "--run-id",
             "mini-text/delayed-turn-tool_output-100/t/1",
         ]
@@ -356,13 +363,14 @@ def test_killed_proxy_loses_nothing_logged_and_a_torn_line_is_reported(tmp_path)
         proc.wait(10)
         log = read_call_log(path)
         assert len(log.calls) == 4 and not log.torn  # every answered call was on disk first
+        assert log.header["actions"] == ACTIONS["text"].to_json()  # mini-swe-agent's own action_regex
         # a kill in the middle of writing a record leaves part of a line: cut the last one short
         data = path.read_bytes()
         path.write_bytes(data[: data.rstrip(b"\n").rfind(b"\n") + 1 + 40])
-        log = read_call_log(path)
-        assert log.torn and len(log.calls) == 3
         with pytest.raises(RunOutputError, match=r"line \d+ is torn"):
-            read_call_log(path, allow_torn=False)
+            read_call_log(path)  # a torn log is an error unless the reader asks for its prefix
+        log = read_call_log(path, allow_torn=True)
+        assert log.torn and log.torn_line == 14 and len(log.calls) == 3
         # the same run restarted resumes the log: the torn tail is cut, numbering goes on
         proc, url = _start_cli(args)
         drive(url, "text", 1)
@@ -394,6 +402,8 @@ def test_cli_rejects_an_unknown_configuration(run_cli, tmp_path):
         "1",
         "--log",
         tmp_path,
+        "--agent",
+        "mini",
     )
     assert proc.returncode == 2
     assert (
@@ -423,6 +433,10 @@ def test_cli_resolves_names_from_a_study_config(tmp_path, repo_root):
         ],
     }
     cfg["deletion"] = {"token_draw": "bernoulli", "placeholders": {"reasoning": "[gone]"}}
+    # a text-mode config of one's own: its model.action_regex is what counts as an action
+    mini_text = tmp_path / "my_backticks.yaml"
+    mini_text.write_text(yaml.safe_dump({"agent": {}, "model": {"action_regex": r"<cmd>(.*?)</cmd>"}}))
+    cfg.setdefault("agent", {})["mini-text"] = {"config_file": str(mini_text)}
     for section, key in (("tasks", "ids_file"), ("dataset", "known_ids"), ("dataset", "instances")):
         cfg[section][key] = str(repo_root / cfg[section][key])
     path = tmp_path / "study.yaml"
@@ -433,6 +447,12 @@ def test_cli_resolves_names_from_a_study_config(tmp_path, repo_root):
     settings = ProxySettings.from_study(study)
     assert settings.deletion.token_draw == "bernoulli"
     assert settings.deletion.placeholders == {"reasoning": "[gone]", "tool_output": "[tool output deleted]"}
+    from forgetting.commands.proxy import agent_actions
+
+    custom = agent_actions("mini-text", study)
+    assert (custom.regex, custom.source) == (r"<cmd>(.*?)</cmd>", f"{mini_text}: model.action_regex")
+    assert agent_actions("mini-text", None) == ACTIONS["text"]  # mini-swe-agent's own default
+    assert agent_actions("mini", study) is None and agent_actions("trae", study) is None
 
 
 def test_start_proxy_refuses_a_busy_port(tmp_path):
@@ -448,7 +468,7 @@ def test_start_proxy_refuses_a_busy_port(tmp_path):
                 1,
                 tmp_path,
                 "r",
-                port=s.getsockname()[1],
+                port=s.getsockname()[1], actions=None,
             )
 
 

@@ -136,6 +136,31 @@ def test_mini_uses_its_own_swebench_configs_with_the_study_limits(tmp_path):
     assert agent["instance_template"] == config["agent"]["instance_template"]
 
 
+def test_the_action_pattern_is_the_agents_own(tmp_path):
+    """What the proxy keeps as an action is what mini-swe-agent would execute: mini (tool
+    calls) none; mini-text the action_regex of the model the runner builds, from the config
+    it runs with — its own swebench_backticks.yaml (the package default) or the study's file."""
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModelConfig
+
+    from forgetting.runner.execute import action_syntax
+
+    assert action_syntax("mini", RunnerSettings()) is None and action_syntax("trae", RunnerSettings()) is None
+    default = action_syntax("mini-text", RunnerSettings())
+    assert default.regex == LitellmTextbasedModelConfig.model_fields["action_regex"].default
+    assert "action_regex" not in (mini.load_config("mini-text", RunnerSettings())["model"])
+    own = tmp_path / "mine.yaml"
+    config = mini.load_config("mini-text", RunnerSettings())
+    config["model"]["action_regex"] = r"```run\s*\n(.*?)\n```"
+    own.write_text(yaml.safe_dump(config))
+    custom = action_syntax("mini-text", RunnerSettings(mini_config_files={"mini-text": own}))
+    assert (custom.regex, custom.source) == (r"```run\s*\n(.*?)\n```", f"{own}: model.action_regex")
+    assert custom.commands("why\n```bash\nls\n```\n```run\nmake\n```") == ["make"]
+    config["model"]["action_regex"] = "```(unclosed"
+    own.write_text(yaml.safe_dump(config))
+    with pytest.raises(ConfigError, match=r"agent.mini-text.config_file: .*mine.yaml: model.action_regex: "):
+        action_syntax("mini-text", RunnerSettings(mini_config_files={"mini-text": own}))
+
+
 def test_mini_local_shell_gets_this_python_first_and_no_bytecode(monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     config = mini.load_config("mini", RunnerSettings())

@@ -16,21 +16,32 @@ import scripted_support as S
 from forgetting import messages as msgs
 from forgetting.scripted import ScriptedModel, ScriptedSettings
 from forgetting.scripted import commands as cmds
+from forgetting.scripted.history import fenced_actions
+from forgetting.scripted.model import fence_of
 from forgetting.scripted.observations import file_text
 
 CART = "src/shopcart/cart.py"
 CART_OLD = "        return self.subtotal() * self.discount_percent\n"
-# mini-swe-agent 2.4.6's own action regex for text mode (LitellmTextbasedModelConfig.action_regex)
-MINI_ACTION_REGEX = r"```mswea_bash_command\s*\n(.*?)\n```"
+# mini-swe-agent's own action regex for text mode (LitellmTextbasedModelConfig.action_regex)
+MINI_ACTION_REGEX = S.TEXT_ACTIONS.regex
 
 
-def ask(model: ScriptedModel, messages: list[dict[str, Any]], style: str, header: str | None = None):
+def ask(
+    model: ScriptedModel,
+    messages: list[dict[str, Any]],
+    style: str,
+    header: str | None = None,
+    syntax: msgs.ActionSyntax | None = None,
+):
+    """One call; the reply's commands read with ``syntax`` (default: the blocks the stand-in
+    writes for this prompt)."""
     request: dict[str, Any] = {"model": "scripted", "messages": messages}
     if style == "tool_calls":
         request["tools"] = [S.BASH_TOOL]
     response = model.complete(request, header)
     message = response["choices"][0]["message"]
-    return response["scripted_stand_in"]["policy_step"], [a.command for a in msgs.actions(message)], response
+    commands = [a.command for a in msgs.actions(message, syntax or fenced_actions(fence_of(messages)))]
+    return response["scripted_stand_in"]["policy_step"], commands, response
 
 
 def outputs(messages: list[dict[str, Any]]) -> list[tuple[str, int]]:
@@ -39,7 +50,7 @@ def outputs(messages: list[dict[str, Any]]) -> list[tuple[str, int]]:
     for i, m in enumerate(messages):
         if m.get("role") != "assistant":
             continue
-        for k, a in enumerate(msgs.actions(m)):
+        for k, a in enumerate(msgs.actions(m, S.TEXT_ACTIONS)):
             for j in range(i + 1, len(messages)):
                 if messages[j].get("role") == "assistant":
                     break
@@ -61,7 +72,7 @@ def output_index(messages: list[dict[str, Any]], command: str) -> int:
 
 def cart_read(messages: list[dict[str, Any]]) -> str:
     for m in messages:
-        for a in msgs.actions(m) if m.get("role") == "assistant" else []:
+        for a in msgs.actions(m, S.TEXT_ACTIONS) if m.get("role") == "assistant" else []:
             read = cmds.parse_read(a.command or "")
             if read is not None and read.path == CART:
                 return a.command or ""
@@ -236,7 +247,7 @@ def test_text_mode_speaks_and_reads_bash_fences_of_mini_1x(tmp_path: Path) -> No
         {**m, "content": m["content"].replace("mswea_bash_command", "bash")} for m in copy.deepcopy(modern)
     ]
     step_modern, commands_modern, _ = ask(S.model(), modern, "text")
-    step_legacy, commands_legacy, response = ask(S.model(), legacy, "text")
+    step_legacy, commands_legacy, response = ask(S.model(), legacy, "text", syntax=msgs.MINI_1X_ACTIONS)
     assert (step_legacy, commands_legacy) == (step_modern, commands_modern)
     assert "```bash\n" in response["choices"][0]["message"]["content"]
 
@@ -280,7 +291,7 @@ def _visible_before_edit(run: S.Run) -> None:
     for sent, response in zip(run.sent, run.responses, strict=True):
         if response["scripted_stand_in"]["policy_step"] != "edit":
             continue
-        (command,) = [a.command for a in msgs.actions(response["choices"][0]["message"])]
+        (command,) = [a.command for a in msgs.actions(response["choices"][0]["message"], S.TEXT_ACTIONS)]
         edit = next(
             e for e in (*task.edits, task.wrong_first) if cmds.classify(command, task).edit[2] == e.new
         )

@@ -84,7 +84,7 @@ def test_call_log_holds_the_deletion_engines_prompts(small):
         log = read_call_log(run_dir / "calls.jsonl")
         history = prompt_messages(json.loads((run_dir / "trajectory.json").read_text())["messages"])
         assistants = [i for i, m in enumerate(history) if m["role"] == "assistant"]
-        reducer = Reducer(run.deletion, run.seed, settings=settings)
+        reducer = Reducer(run.deletion, run.seed, actions=None, settings=settings)  # mini acts by tool calls
         tools = [chat_format_tool()]
         assert len(log.calls) == len(assistants)
         for call, end in zip(log.calls, assistants, strict=True):

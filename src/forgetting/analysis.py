@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from forgetting.calllog import read_call_log
+from forgetting.calllog import TornCallLog, read_call_log
 from forgetting.config import Study
 from forgetting.errors import UserError
 from forgetting.faults import checkpoint
@@ -107,9 +107,10 @@ def _check_call_log(path: Path, run_id: str, turns: Any) -> None:
     stages reuse the parsed log)."""
     if not path.is_file():
         raise MissingStageOutput(f"{path}: call log not found; every run writes one (rerun this run)")
-    log = read_call_log(path)
-    if log.torn:
-        raise MissingStageOutput(f"{path}: the last line is torn; the call log is truncated (rerun this run)")
+    try:
+        log = read_call_log(path)
+    except TornCallLog as exc:
+        raise MissingStageOutput(f"{exc}; rerun this run") from None
     owner = log.header.get("run_id")
     if owner and owner != run_id:
         raise MissingStageOutput(f"{path}: the call log of run {owner}, not of {run_id}")

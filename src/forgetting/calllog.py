@@ -11,12 +11,16 @@ Record types, in the order they are written:
 ``call``     one per model call: ``index`` (1-based among successful calls; failed calls
              have ``ok: false`` and no index), request and response times, the prompt as a
              list of segment keys, request parameters, ``deleted`` (the parts *newly*
-             rewritten for this call — a rewritten part stays rewritten in every later call),
+             rewritten for this call — a rewritten part stays rewritten in every later call —
+             as :class:`forgetting.deletion.record.PartDeletion` records, written and parsed
+             by that one class),
              the response (content, reasoning, tool calls, finish reason), upstream usage
              (with ``prompt_tokens_details.cached_tokens`` when reported), status, error.
 
 A line is flushed as soon as it is written, so a killed proxy loses at most the call in
-flight; a torn last line is detected on read and reported, never silently used.
+flight; a torn last line is detected on read: :func:`read_call_log` raises
+:class:`TornCallLog` (naming the file and the line), unless the caller asks for the readable
+prefix with ``allow_torn=True`` — then :attr:`CallLog.torn_line` says where the tail was cut.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any, TextIO
 import orjson
 
 from forgetting import chat_format
+from forgetting.deletion.record import PartDeletion
 from forgetting.errors import RunOutputError
 
 FORMAT = "forgetting-calllog/1"
@@ -100,7 +105,7 @@ class CallLogWriter:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None,
         params: Mapping[str, Any],
-        deleted: Sequence[Mapping[str, Any]],
+        deleted: Sequence[PartDeletion],
         response: Mapping[str, Any] | None,
         usage: Mapping[str, Any] | None,
         t_request: float,
@@ -136,7 +141,7 @@ class CallLogWriter:
                 "segments": keys,
                 "tools": chat_format.tools_id(tools),
                 "params": dict(params),
-                "deleted": [dict(d) for d in deleted],
+                "deleted": [d.to_json() for d in deleted],
                 "response": dict(response) if response is not None else None,
                 "usage": dict(usage) if usage is not None else None,
                 "status": status,
@@ -213,6 +218,17 @@ def _truncate_torn_tail(path: Path) -> None:
         fh.truncate(cut)
 
 
+class TornCallLog(RunOutputError):
+    """A call log whose last line was cut by a kill: everything from ``line`` on is missing."""
+
+    def __init__(self, path: Path, line: int, calls: int) -> None:
+        self.path, self.line, self.calls = path, line, calls
+        super().__init__(
+            f"{path}: line {line} is torn (the proxy was killed mid-write); the call log is truncated "
+            f"({calls} calls readable before it)"
+        )
+
+
 @dataclass
 class SegmentRecord:
     key: str
@@ -227,7 +243,7 @@ class CallRecord:
     t_response: float
     segments: list[str]
     params: dict[str, Any]
-    deleted: list[dict[str, Any]]
+    deleted: tuple[PartDeletion, ...]
     response: dict[str, Any]
     usage: dict[str, Any] | None
     attempts: int = 1
@@ -240,7 +256,12 @@ class CallLog:
     segments: dict[str, SegmentRecord]
     calls: list[CallRecord]
     failed: list[dict[str, Any]] = field(default_factory=list)
-    torn: bool = False
+    #: the line the tail was torn at (read with ``allow_torn``); None for a whole log
+    torn_line: int | None = None
+
+    @property
+    def torn(self) -> bool:
+        return self.torn_line is not None
 
     def prompt_ids(self, call: CallRecord) -> list[int]:
         """The exact prompt token ids of a call (generation prompt included)."""
@@ -271,14 +292,22 @@ def _loads(line: bytes) -> Any:
         return json.loads(line)
 
 
+def _deleted(rec: Mapping[str, Any], where: str) -> tuple[PartDeletion, ...]:
+    entries = rec.get("deleted")
+    if not isinstance(entries, list):
+        raise RunOutputError(f"{where}: 'deleted' is not a list of deletion records")
+    return tuple(PartDeletion.from_json(d, f"{where}: deleted[{k}]") for k, d in enumerate(entries))
+
+
 #: the last log read, by (path, size, mtime, allow_torn): the analysis of a run reads its log
 #: twice (behaviour and cost); a changed file has another key, so it is read again
 _LAST: list[tuple[tuple[Any, ...], CallLog]] = []
 
 
-def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = True) -> CallLog:
-    """Load a call log. A torn *last* line (a proxy killed mid-write) is dropped and flagged
-    (``torn``), or an error if ``allow_torn`` is false; any other bad line is an error.
+def read_call_log(path: str | os.PathLike[str], *, allow_torn: bool = False) -> CallLog:
+    """Load a call log. A torn *last* line (a proxy killed mid-write: cut short, or its
+    newline missing) is a :class:`TornCallLog` error; with ``allow_torn`` it is dropped and
+    its number kept in ``torn_line``. Any other bad line is an error.
 
     Reading the same unchanged file again returns the same (read-only) :class:`CallLog`."""
     p = Path(path)
@@ -306,7 +335,7 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
     segments: dict[str, SegmentRecord] = {}
     calls: list[CallRecord] = []
     failed: list[dict[str, Any]] = []
-    torn = False
+    torn_line: int | None = None
     for n, line in enumerate(lines, start=1):
         last = n == len(lines)
         try:
@@ -316,13 +345,17 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
         except ValueError:
             if last and not complete_end:
                 if not allow_torn:
-                    raise RunOutputError(f"{p}: line {n} is torn (the proxy was killed mid-write)") from None
-                torn = True
+                    raise TornCallLog(p, n, len(calls)) from None
+                torn_line = n
                 break
             raise RunOutputError(f"{p}: line {n} is not a JSON record; the call log is corrupt") from None
         if last and not complete_end:
-            # parsed, but the newline is missing: the writer was interrupted after the record
-            torn = True
+            # parsed, but the newline is missing: the writer was interrupted inside the line;
+            # dropped like any torn tail (a resumed writer cuts it off, so it is never a call)
+            if not allow_torn:
+                raise TornCallLog(p, n, len(calls))
+            torn_line = n
+            break
         kind = rec.get("type")
         if kind == "header":
             if rec.get("format") != FORMAT:
@@ -344,7 +377,7 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
                     t_response=float(rec["t_response"]),
                     segments=list(rec["segments"]),
                     params=rec.get("params") or {},
-                    deleted=rec.get("deleted") or [],
+                    deleted=_deleted(rec, f"{p}: line {n} (call {rec.get('index')})"),
                     response=rec.get("response") or {},
                     usage=rec.get("usage"),
                     attempts=int(rec.get("attempts", 1)),
@@ -354,4 +387,4 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
             raise RunOutputError(f"{p}: line {n}: unknown record type {kind!r}")
     if header is None:
         raise RunOutputError(f"{p}: no header record; not a call log")
-    return CallLog(p, header, segments, calls, failed, torn)
+    return CallLog(p, header, segments, calls, failed, torn_line)

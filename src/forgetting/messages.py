@@ -3,8 +3,13 @@
 * ``tool_calls`` style (mini-swe-agent 2.x, Trae agent through Chat Completions): an
   ``assistant`` message with ``tool_calls`` and its ``tool`` messages.
 * ``text`` style (mini-swe-agent text mode / 1.x): an ``assistant`` message whose text holds
-  a fenced action block (```` ```mswea_bash_command ```` or ```` ```bash ````), and the
-  observation as the following ``user`` message.
+  an action block, and the observation as the following ``user`` message. What an action
+  block is belongs to the agent, not to this module: an :class:`ActionSyntax` holds the
+  agent's own pattern (mini-swe-agent 2.x text mode: its model config's ``action_regex``,
+  read by :func:`forgetting.runner.mini.action_syntax`; 1.x: :data:`MINI_1X_ACTIONS`), and
+  every function that tells reasoning from actions takes it. Under ``None`` — the
+  tool-calling agents — a reply's text holds no action. A quoted ```` ```bash ```` snippet in
+  mini-swe-agent 2.x reasoning is reasoning: that agent executes only its own block.
 
 A *turn* is one model call and what it produced: the assistant message (its free-text
 **reasoning** — the text outside action blocks, plus ``reasoning_content`` when present —
@@ -27,11 +32,41 @@ from forgetting.chat_format import content_text
 Message = Mapping[str, Any]
 Style = Literal["tool_calls", "text"]
 
-#: fenced action blocks of mini-swe-agent 2.x text mode and of 1.x / SWE-agent
-ACTION_BLOCK = re.compile(r"```(?:mswea_bash_command|bash|sh)[ \t]*\n.*?\n```", re.DOTALL)
-_ACTION_BODY = re.compile(r"```(?:mswea_bash_command|bash|sh)[ \t]*\n(.*?)\n```", re.DOTALL)
 #: roles that are part of a stored trajectory but never sent to the model
 NON_PROMPT_ROLES = frozenset({"exit"})
+
+
+@dataclass(frozen=True)
+class ActionSyntax:
+    """How an agent writes an action into the text of its reply: the agent's own regular
+    expression, applied as the agent applies it (``re.DOTALL``, every match an action, the
+    first group — else the whole match — the command, stripped); ``source`` says where it
+    was read from."""
+
+    regex: str
+    source: str
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "_pattern", re.compile(self.regex, re.DOTALL))
+        except re.error as exc:
+            raise ValueError(f"{self.source}: action regex {self.regex!r} does not compile ({exc})") from None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return self._pattern  # type: ignore[attr-defined, no-any-return]
+
+    def commands(self, text: str) -> list[str]:
+        group = 1 if self.pattern.groups else 0
+        return [m.group(group).strip() for m in self.pattern.finditer(text)]
+
+    def to_json(self) -> dict[str, str]:
+        return {"regex": self.regex, "source": self.source}
+
+
+#: mini-swe-agent 1.x's action pattern (the default ``action_regex`` of its ``AgentConfig``;
+#: 1.x is not installed here): for trajectories written by 1.x that do not record their own
+MINI_1X_ACTIONS = ActionSyntax(r"```bash\s*\n(.*?)\n```", "mini-swe-agent 1.x AgentConfig.action_regex default")
 
 
 @dataclass(frozen=True)
@@ -98,11 +133,14 @@ def segment(messages: Sequence[Message], style: Style | None = None) -> Segmente
     return Segmented(style, tuple(preamble), tuple(turns))
 
 
-def split_text_actions(content: str) -> list[tuple[str, str]]:
-    """``content`` as ordered spans ``("text", …)`` / ``("action", …)``; joining them gives it back."""
+def split_text_actions(content: str, syntax: ActionSyntax | None) -> list[tuple[str, str]]:
+    """``content`` as ordered spans ``("text", …)`` / ``("action", …)``; joining them gives it
+    back. The actions are the matches of the agent's ``syntax``; under ``None`` there are none."""
+    if syntax is None:
+        return [("text", content)] if content else []
     spans: list[tuple[str, str]] = []
     pos = 0
-    for m in ACTION_BLOCK.finditer(content):
+    for m in syntax.pattern.finditer(content):
         if m.start() > pos:
             spans.append(("text", content[pos : m.start()]))
         spans.append(("action", m.group(0)))
@@ -112,10 +150,13 @@ def split_text_actions(content: str) -> list[tuple[str, str]]:
     return spans
 
 
-def reasoning_text(message: Message) -> str:
-    """The free-text reasoning of an assistant message (text outside action blocks,
-    preceded by ``reasoning_content`` when present)."""
-    text = "".join(t for kind, t in split_text_actions(content_text(message)) if kind == "text")
+def reasoning_text(message: Message, syntax: ActionSyntax | None) -> str:
+    """The free-text reasoning of an assistant message (its text outside the agent's action
+    blocks — all of it when the message has tool calls —, preceded by ``reasoning_content``
+    when present)."""
+    text = content_text(message)
+    if not message.get("tool_calls"):
+        text = "".join(t for kind, t in split_text_actions(text, syntax) if kind == "text")
     rc = message.get("reasoning_content")
     return f"{rc}\n{text}" if rc else text
 
@@ -130,8 +171,9 @@ def _parse_arguments(raw: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {"_raw": str(raw)}
 
 
-def actions(message: Message) -> list[Action]:
-    """The tool calls of an assistant message, in either style."""
+def actions(message: Message, syntax: ActionSyntax | None) -> list[Action]:
+    """The tool calls of an assistant message: its ``tool_calls``, else the commands of the
+    agent's action blocks in its text (none under ``syntax`` None)."""
     calls = message.get("tool_calls") or []
     if calls:
         out = []
@@ -139,7 +181,9 @@ def actions(message: Message) -> list[Action]:
             fn = c.get("function") or {}
             out.append(Action(str(fn.get("name", "")), _parse_arguments(fn.get("arguments")), c.get("id")))
         return out
-    return [Action("bash", {"command": body.strip()}) for body in _ACTION_BODY.findall(content_text(message))]
+    if syntax is None:
+        return []
+    return [Action("bash", {"command": c}) for c in syntax.commands(content_text(message))]
 
 
 def observation_text(message: Message) -> str:

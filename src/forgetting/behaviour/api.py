@@ -53,6 +53,7 @@ class BehaviourResult:
     labels: tuple[str, ...] = ()
     label_counts: Mapping[str, int] = field(default_factory=dict)
     longest_streak: int = 0
+    deletions: Deletions | None = None  # what was read from the proxy's call log, if any
 
     def line(self) -> str:
         """A one-line summary for a terminal."""
@@ -157,6 +158,7 @@ def label_trajectory(
         labels=labels,
         label_counts=dict(Counter(labels)),
         longest_streak=streak,
+        deletions=deletions if deletions.source is not None else None,
     )
 
 
@@ -169,12 +171,15 @@ def label_run(
     turn_cap: int | None = None,
     rules: str | os.PathLike[str] | None = None,
     call_log: str | os.PathLike[str] | None = None,
+    allow_torn: bool = False,
 ) -> BehaviourResult:
     """Label one run: a run directory of ours, or a trajectory file of either agent.
 
     A run directory gives the run id, ``run.json`` (turns, status) and the proxy's call log
     (deletions); a bare trajectory has run id ``""`` and no deletions unless ``call_log`` is
-    given. ``turn_cap`` overrides the cap recorded in ``run.json`` or the trajectory.
+    given. ``turn_cap`` overrides the cap recorded in ``run.json`` or the trajectory. A torn
+    call log is an error unless ``allow_torn`` (then the deletions of the calls before the
+    torn line are used; ``result.deletions.torn_line`` says where it was).
     """
     _check_options(threshold, looping_window, turn_cap)
     p = Path(path)
@@ -185,7 +190,7 @@ def label_run(
         return label_trajectory(
             traj,
             run_id=rd.run_id,
-            deletions=load_deletions(log) if log else None,
+            deletions=load_deletions(log, allow_torn=allow_torn) if log else None,
             run_meta=rd.meta,
             threshold=threshold,
             looping_window=looping_window,
@@ -195,7 +200,7 @@ def label_run(
     traj = load_trajectory(p, agent)
     return label_trajectory(
         traj,
-        deletions=load_deletions(call_log) if call_log else None,
+        deletions=load_deletions(call_log, allow_torn=allow_torn) if call_log else None,
         threshold=threshold,
         looping_window=looping_window,
         turn_cap=turn_cap,

@@ -2,10 +2,9 @@
 run directory of ours (``trajectory.json`` + ``calls.jsonl`` + ``run.json``).
 
 Deletions come from the proxy's call log: each call record's ``deleted`` lists the parts
-newly rewritten at that call (``{turn, part, message_index, mode, tokens_before,
-tokens_after}``), and a rewritten part stays rewritten in every later call. A record whose
-``part`` names tool output (``tool_output``, or a name starting with it) marks that turn's
-tool output as deleted from that call on. The deletion engine rewrites a turn's scoped
+newly rewritten at that call (:class:`forgetting.deletion.record.PartDeletion`, parsed by the
+call-log reader), and a rewritten part stays rewritten in every later call. A record of part
+``tool_output`` marks that turn's tool output as deleted from that call on. The deletion engine rewrites a turn's scoped
 content as a whole — turn-level selects whole turns, token-level thins every eligible
 turn — so the turn is the unit: every tool output of the turn counts as deleted. Any
 rewrite counts (a placeholder or a share of the tokens).
@@ -36,7 +35,6 @@ from forgetting.errors import RunOutputError, UserError
 
 AGENTS = ("mini", "mini-text", "trae")
 _FAMILY = {"mini": "mini", "mini-text": "mini", "trae": "trae"}
-TOOL_OUTPUT_PARTS = ("tool_output",)
 
 
 def _read_json(path: Path) -> Any:
@@ -86,6 +84,8 @@ class Deletions:
 
     rewritten_from: Mapping[int, int] = field(default_factory=dict)
     source: Path | None = None
+    calls: int = 0  # model calls read from the call log
+    torn_line: int | None = None  # the line a torn log was cut at (read with ``allow_torn``)
 
     def deleted_by(self, turn: int, at_turn: int) -> bool:
         """Whether turn ``turn``'s tool output was rewritten in the prompt of the call that
@@ -97,28 +97,20 @@ class Deletions:
         return turn in self.rewritten_from
 
 
-def is_tool_output_part(part: Any) -> bool:
-    return isinstance(part, str) and any(part == p or part.startswith(p) for p in TOOL_OUTPUT_PARTS)
-
-
-def load_deletions(path: str | os.PathLike[str]) -> Deletions:
-    """The tool-output deletions recorded in a proxy call log."""
-    log = read_call_log(path)
+def load_deletions(path: str | os.PathLike[str], *, allow_torn: bool = False) -> Deletions:
+    """The tool-output deletions recorded in a proxy call log. A torn log is an error
+    (:class:`forgetting.calllog.TornCallLog`) unless ``allow_torn``: then the calls before
+    the torn line are read."""
+    log = read_call_log(path, allow_torn=allow_torn)
     at: dict[int, int] = {}
     for call in log.calls:
-        records = [r for r in call.deleted if isinstance(r, Mapping) and is_tool_output_part(r.get("part"))]
-        if not records:
+        turns = [d.turn for d in call.deleted if d.part == "tool_output"]
+        if not turns:
             continue
         issues = 1 + sum(1 for m in log.messages(call) if m.get("role") == "assistant")
-        for rec in records:
-            try:
-                turn = int(rec["turn"])
-            except (KeyError, TypeError, ValueError):
-                raise RunOutputError(
-                    f"{log.path}: call {call.index}: a deletion record without a turn"
-                ) from None
+        for turn in turns:
             at[turn] = min(at.get(turn, issues), issues)
-    return Deletions(at, log.path)
+    return Deletions(at, log.path, len(log.calls), log.torn_line)
 
 
 @dataclass(frozen=True)

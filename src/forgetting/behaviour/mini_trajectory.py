@@ -5,10 +5,15 @@
   observations hold no ``tool`` message but a ``user`` message was a format error: its
   calls were not executed and are not tool calls. A turn with no observation at all (the
   submit command, which ends the run) keeps its calls, with an empty output.
-* **text** (1.x, 2.x text mode): one fenced ```` ```bash ```` / ```` ```mswea_bash_command ````
-  block in the assistant text; the observation is the next ``user`` message. A reply with
-  no block or with several was a format error and executed nothing (the agent's rule); when
-  ``extra.actions`` is stored it is used instead of re-parsing the text.
+* **text** (1.x, 2.x text mode): one action block in the assistant text; the observation is
+  the next ``user`` message. A reply with no block or with several was a format error and
+  executed nothing (the agent's rule); when ``extra.actions`` is stored (2.x) it is used
+  instead of re-parsing the text. What a block is, is the agent's own pattern
+  (:func:`text_action_syntax`): the ``action_regex`` the trajectory records in its
+  ``info.config`` (2.x: ``model.action_regex``; 1.x: ``agent.action_regex``), else the
+  default of the version that wrote it — 1.x's ```` ```bash ```` block
+  (:data:`forgetting.messages.MINI_1X_ACTIONS`) for ``trajectory_format: mini-swe-agent-1``,
+  the installed 2.x's ``LitellmTextbasedModelConfig.action_regex`` for ``mini-swe-agent-1.1``.
 
 The observation's *payload* — the command's own output — is taken from the observation
 template (``<output>…</output>`` of the text templates, the ``"output"`` field of
@@ -19,16 +24,17 @@ the middle of a long output, the payload is the head and tail the agent saw.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from forgetting.behaviour.events import ToolCallEvent, Trajectory
 from forgetting.chat_format import content_text
 from forgetting.errors import RunOutputError
-from forgetting.messages import actions, detect_style, segment
+from forgetting.messages import MINI_1X_ACTIONS, ActionSyntax, actions, detect_style, segment
 
 _OUTPUT = re.compile(r"<output>\n?(.*)</output>", re.DOTALL)
 _HEAD = re.compile(r"<output_head>\n?(.*?)</output_head>", re.DOTALL)
@@ -73,11 +79,50 @@ def _check_messages(messages: Any, source: Path) -> list[Mapping[str, Any]]:
     return messages
 
 
-def _text_commands(message: Mapping[str, Any]) -> list[str]:
+#: ``trajectory_format`` of the mini-swe-agent versions: 1.x, and 2.x
+FORMAT_1X, FORMAT_2X = "mini-swe-agent-1", "mini-swe-agent-1.1"
+
+
+def _installed_text_default() -> ActionSyntax:
+    """The installed mini-swe-agent 2.x's text-mode action pattern (imports litellm: ~3 s)."""
+    from forgetting.runner.mini import action_syntax
+    from forgetting.runner.settings import RunnerSettings
+
+    syntax = action_syntax("mini-text", RunnerSettings())
+    assert syntax is not None
+    return syntax
+
+
+def text_action_syntax(data: Any, source: Path) -> ActionSyntax:
+    """The action pattern of a text-mode mini-swe-agent trajectory (see the module docstring)."""
+    info = data.get("info") if isinstance(data, Mapping) else None
+    config = info.get("config") if isinstance(info, Mapping) else None
+    fmt = data.get("trajectory_format") if isinstance(data, Mapping) else None
+    if isinstance(config, Mapping):
+        for section in ("model", "agent"):
+            sub = config.get(section)
+            regex = sub.get("action_regex") if isinstance(sub, Mapping) else None
+            if regex is None:
+                continue
+            try:
+                return ActionSyntax(str(regex), f"{source}: info.config.{section}.action_regex")
+            except ValueError as exc:
+                raise RunOutputError(str(exc)) from None
+    if fmt == FORMAT_2X:
+        return _installed_text_default()
+    if fmt == FORMAT_1X:
+        return MINI_1X_ACTIONS
+    raise RunOutputError(
+        f"{source}: a text-mode trajectory that records neither its action_regex (info.config) nor its "
+        f"trajectory_format ({FORMAT_1X} or {FORMAT_2X}); cannot tell its actions from its reasoning"
+    )
+
+
+def _text_commands(message: Mapping[str, Any], syntax: Callable[[], ActionSyntax]) -> list[str]:
     stored = _extra(message).get("actions")
     if isinstance(stored, list):
         return [a["command"] for a in stored if isinstance(a, Mapping) and isinstance(a.get("command"), str)]
-    blocks = [a.command for a in actions(message) if a.command is not None]
+    blocks = [a.command for a in actions(message, syntax()) if a.command is not None]
     return blocks if len(blocks) == 1 else []
 
 
@@ -86,11 +131,16 @@ def _is_format_error(message: Mapping[str, Any]) -> bool:
 
 
 def _turn_events(
-    turn: int, assistant: Mapping[str, Any], obs: Sequence[Mapping[str, Any]], style: str
+    turn: int,
+    assistant: Mapping[str, Any],
+    obs: Sequence[Mapping[str, Any]],
+    syntax: Callable[[], ActionSyntax] | None,
 ) -> list[ToolCallEvent]:
+    """``syntax``: None for tool calling, else the text actions' pattern (asked for only when
+    a reply does not store its actions)."""
     events: list[ToolCallEvent] = []
-    if style == "tool_calls":
-        calls = actions(assistant)
+    if syntax is None:  # tool calling
+        calls = actions(assistant, None)
         tool_msgs = [m for m in obs if m.get("role") == "tool"]
         if not calls or (obs and not tool_msgs):
             return []  # a format error: nothing was executed
@@ -105,7 +155,7 @@ def _turn_events(
         return events
     if obs and _is_format_error(obs[0]):
         return []
-    for j, command in enumerate(_text_commands(assistant)):
+    for j, command in enumerate(_text_commands(assistant, syntax)):
         m = obs[j] if j < len(obs) else None
         output = content_text(m) if m is not None else ""
         payload = observation_payload(m) if m is not None else ""
@@ -123,10 +173,11 @@ def load_mini(data: Any, source: Path) -> Trajectory:
         messages = _check_messages(data, source)
     style = detect_style(messages)
     seg = segment(messages, style)
+    syntax = None if style == "tool_calls" else functools.cache(lambda: text_action_syntax(data, source))
     events: list[ToolCallEvent] = []
     for turn in seg.turns:
         obs = [messages[i] for i in turn.observations]
-        events += _turn_events(turn.index, messages[turn.assistant], obs, style)
+        events += _turn_events(turn.index, messages[turn.assistant], obs, syntax)
     exit_status = str(info.get("exit_status") or "")
     if not exit_status:
         exits = [m for m in messages if m.get("role") == "exit"]

@@ -3,7 +3,9 @@
 PATH is a run directory (its ``calls.jsonl``, else its trajectory), a call log, or a
 mini-swe-agent trajectory (``*.traj.json``, 1.x or 2.x). Prints one row per call and a
 summary line per run and pricing profile; ``--out`` writes the rows (primary profile:
-the first ``--pricing``) as Parquet or CSV instead of printing them.
+the first ``--pricing``) as Parquet or CSV instead of printing them. A call log whose last
+line is torn (a killed proxy) is an error; ``--allow-torn`` prices the calls before it and
+says how many were read.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--out", metavar="FILE", help="write the per-call rows to FILE.parquet or FILE.csv")
     p.add_argument("--run-id", help="run id for the rows (default: the call log's, or the file name)")
+    p.add_argument(
+        "--allow-torn",
+        action="store_true",
+        help="price the calls before a torn last line of a call log instead of stopping (says how many)",
+    )
     p.set_defaults(func=run)
 
 
@@ -118,9 +125,23 @@ def _write(table: Any, out: Path) -> None:
         raise UserError(f"--out {out}: unknown format {suffix or '(none)'}; use .parquet or .csv")
 
 
+def torn_refusal(exc: Any, what: str) -> Any:
+    """The error for a torn call log, with the way to go on anyway."""
+    from forgetting.errors import UserError
+
+    return UserError(f"{exc}; rerun the run, or give --allow-torn to {what} the {exc.calls} calls before it")
+
+
+def torn_warning(path: Any, line: int, calls: int, what: str) -> str:
+    return f"warning: {path}: the call log is torn at line {line}; {what} the {calls} calls read before it"
+
+
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     import pyarrow as pa
 
+    from forgetting.calllog import TornCallLog
     from forgetting.cost import cost_run, load_profiles
     from forgetting.errors import UserError
 
@@ -130,7 +151,15 @@ def run(args: argparse.Namespace) -> int:
     if args.run_id and len(args.paths) > 1:
         raise UserError("--run-id names one run; give one PATH with it")
     profiles = load_profiles(args.pricing_dir, args.pricing or ["paper"])
-    results = [cost_run(path, profiles, run_id=args.run_id) for path in args.paths]
+    try:
+        results = [
+            cost_run(path, profiles, run_id=args.run_id, allow_torn=args.allow_torn) for path in args.paths
+        ]
+    except TornCallLog as exc:
+        raise torn_refusal(exc, "price") from None
+    for result in results:
+        if result.torn_line is not None:
+            print(torn_warning(result.source, result.torn_line, len(result.calls), "priced"), file=sys.stderr)
     if out is None:
         for result in results:
             _print_rows(result.calls)

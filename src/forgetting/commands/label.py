@@ -3,7 +3,9 @@ tool call of a run (read, search, edit, test, submit, other) and detect re-fetch
 
 PATH is a run directory of ours, a mini-swe-agent ``*.traj.json`` (either format), a Trae
 agent trajectory file, or a directory holding any of these (every run directory and
-trajectory file below it is labelled). One row per tool call; a summary line per run.
+trajectory file below it is labelled). One row per tool call; a summary line per run. A
+proxy call log whose last line is torn (a killed proxy) is an error; ``--allow-torn`` takes
+the deletions of the calls before it and says how many were read.
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--rules", help="a label-rules table to use instead of the packaged one")
     p.add_argument("--call-log", help="a proxy call log (calls.jsonl) for a bare trajectory file")
+    p.add_argument(
+        "--allow-torn",
+        action="store_true",
+        help="use the calls before a torn last line of a call log instead of stopping (says how many)",
+    )
     p.set_defaults(func=run)
 
 
@@ -116,9 +123,13 @@ def _print_rows(table: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     import pyarrow as pa
 
     from forgetting.behaviour import label_run
+    from forgetting.calllog import TornCallLog
+    from forgetting.commands.cost import torn_refusal, torn_warning
     from forgetting.errors import UserError
 
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
@@ -129,15 +140,22 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--call-log: give it with a single trajectory file")
     tables = []
     for item in inputs:
-        result = label_run(
-            item,
-            agent=args.agent,
-            threshold=args.threshold,
-            looping_window=args.looping_window,
-            turn_cap=args.turn_cap,
-            rules=args.rules,
-            call_log=args.call_log,
-        )
+        try:
+            result = label_run(
+                item,
+                agent=args.agent,
+                threshold=args.threshold,
+                looping_window=args.looping_window,
+                turn_cap=args.turn_cap,
+                rules=args.rules,
+                call_log=args.call_log,
+                allow_torn=args.allow_torn,
+            )
+        except TornCallLog as exc:
+            raise torn_refusal(exc, "label with the deletions of") from None
+        d = result.deletions
+        if d is not None and d.torn_line is not None:
+            print(torn_warning(d.source, d.torn_line, d.calls, "took the deletions of"), file=sys.stderr)
         table = result.table
         if not result.run_id and len(inputs) > 1:  # tell bare files apart in one table
             name = str(item.relative_to(root)) if root.is_dir() else str(item)

@@ -1,9 +1,13 @@
-"""``forgetting proxy --upstream URL --deletion NAME --seed N --log DIR``: run the deletion proxy.
+"""``forgetting proxy --upstream URL --deletion NAME --seed N --log DIR --agent AGENT``: run the
+deletion proxy.
 
 Serves an OpenAI-compatible API (``/v1/chat/completions``, ``/v1/models``, ``/health``) that
 deletes from old turns of each request's history by configuration NAME, forwards it to the
-upstream server and logs every call to DIR/calls.jsonl. Prints its URL, then serves until
-interrupted (Ctrl-C or SIGTERM). See docs/proxy.md.
+upstream server and logs every call to DIR/calls.jsonl. AGENT (mini, mini-text, trae) is the
+agent in front of it: what counts as an action in its replies — never deleted — is taken from
+that agent's own configuration (mini-text: mini-swe-agent's ``action_regex``; with --config,
+the study's ``agent.mini-text.config_file``). Prints its URL, then serves until interrupted
+(Ctrl-C or SIGTERM). See docs/proxy.md.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ def add_parser(sub: Any) -> None:
                    help="configuration name, e.g. delayed-turn-tool_output-50, or baseline")
     p.add_argument("--seed", required=True, type=int, help="the run's seed (keys every deletion draw)")
     p.add_argument("--log", required=True, metavar="DIR", help="directory of the call log (calls.jsonl)")
+    p.add_argument("--agent", required=True, choices=["mini", "mini-text", "trae"],
+                   help="the agent in front of the proxy: its own config says what an action is")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free port)")
     p.add_argument("--run-id", default="manual", help="run id written to the log and sent upstream")
@@ -42,6 +48,15 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
     return parse_configuration_name(name, "--deletion", context)
 
 
+def agent_actions(agent: str, study: Any | None) -> Any:
+    """The agent's action pattern, from the study's agent settings when a study is given."""
+    from forgetting.runner.execute import action_syntax
+    from forgetting.runner.settings import RunnerSettings
+
+    files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
+    return action_syntax(agent, RunnerSettings(mini_config_files=files))
+
+
 def run(args: argparse.Namespace) -> int:
     import signal
     import threading
@@ -56,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         from forgetting.errors import UserError
 
         raise UserError(f"--port {args.port}: must be in 0..65535")
-    handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id,
+    actions = agent_actions(args.agent, study)
+    handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id, actions=actions,
                          host=args.host, port=args.port, settings=settings)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import numpy as np
 
 from forgetting import chat_format
+from forgetting.deletion.record import PartDeletion
 from forgetting.errors import RunOutputError
 
 SourceKind = Literal["calllog", "trajectory"]
@@ -57,14 +58,6 @@ class BlockStore:
         return len(self.arrays)
 
 
-@dataclass(frozen=True)
-class DeletedPart:
-    """One part newly rewritten by the deletion proxy in a call (from its ``deleted`` record)."""
-
-    identity: tuple[Any, ...] | None  # (turn, part) when the record names them
-    tokens: int  # tokens removed from the part
-
-
 @dataclass
 class CallPrompt:
     """One model call: its prompt as block ids (message blocks, then the generation prompt)."""
@@ -76,7 +69,7 @@ class CallPrompt:
     reported_cached: int | None = None
     time: float | None = None  # request time (call log) or response time (trajectory), unix s
     finish_reason: str | None = None
-    deleted: tuple[DeletedPart, ...] = ()
+    deleted: tuple[PartDeletion, ...] = ()  # the parts the proxy newly rewrote for this call
 
     @property
     def n_positions(self) -> int:
@@ -91,6 +84,8 @@ class RunPrompts:
     kind: SourceKind
     store: BlockStore
     calls: list[CallPrompt] = field(default_factory=list)
+    #: the line a torn call log was cut at (read with ``allow_torn``): the calls are its prefix
+    torn_line: int | None = None
 
     def prompt_tokens(self, call: CallPrompt) -> list[int]:
         return self.store.tokens(call.blocks)
@@ -121,31 +116,21 @@ def completion_tokens(usage: Mapping[str, Any] | None) -> int | None:
     return None
 
 
-def _deleted_part(record: Mapping[str, Any], where: str) -> DeletedPart:
-    if isinstance(record.get("removed_tokens"), int):
-        removed = int(record["removed_tokens"])
-    elif isinstance(record.get("tokens_before"), int) and isinstance(record.get("tokens_after"), int):
-        removed = int(record["tokens_before"]) - int(record["tokens_after"])
-    else:
-        raise RunOutputError(
-            f"{where}: a deleted record has neither removed_tokens nor tokens_before/tokens_after: {record!r}"
-        )
-    if removed < 0:
-        raise RunOutputError(f"{where}: a deleted record removes a negative number of tokens: {record!r}")
-    ident = (record["turn"], record["part"]) if "turn" in record and "part" in record else None
-    return DeletedPart(ident, removed)
+def from_call_log(
+    path: str | os.PathLike[str], run_id: str | None = None, *, allow_torn: bool = False
+) -> RunPrompts:
+    """The prompts of a proxy call log (``calls.jsonl``): its segments' token ids as blocks.
 
-
-def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> RunPrompts:
-    """The prompts of a proxy call log (``calls.jsonl``): its segments' token ids as blocks."""
+    A torn log is an error (:class:`forgetting.calllog.TornCallLog`); ``allow_torn`` prices
+    the calls before the torn line and records where it was (``torn_line``)."""
     from forgetting.calllog import read_call_log
 
-    log = read_call_log(path)
+    log = read_call_log(path, allow_torn=allow_torn)
     store = BlockStore()
     by_key: dict[str, int] = {}
     gen = store.intern(chat_format.generation_prompt_ids())
     rid = run_id or str(log.header.get("run_id") or run_id_from_path(Path(path).resolve().parent))
-    run = RunPrompts(rid, Path(path), "calllog", store)
+    run = RunPrompts(rid, Path(path), "calllog", store, torn_line=log.torn_line)
     for n, call in enumerate(log.calls, start=1):
         blocks = []
         for key in call.segments:
@@ -154,7 +139,6 @@ def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> Ru
                 bid = by_key[key] = store.intern(log.segments[key].token_ids)
             blocks.append(bid)
         blocks.append(gen)
-        where = f"{path}: call {call.index}"
         response = call.response or {}
         run.calls.append(
             CallPrompt(
@@ -165,7 +149,7 @@ def from_call_log(path: str | os.PathLike[str], run_id: str | None = None) -> Ru
                 reported_cached=reported_cached_tokens(call.usage),
                 time=call.t_request,
                 finish_reason=response.get("finish_reason"),
-                deleted=tuple(_deleted_part(d, where) for d in call.deleted),
+                deleted=call.deleted,
             )
         )
     return run
@@ -206,11 +190,14 @@ def detect_kind(path: Path) -> tuple[SourceKind, Path]:
     raise RunOutputError(f"{path}: neither a call log (calls.jsonl) nor a trajectory (*.traj.json)")
 
 
-def load_run(path: str | os.PathLike[str], run_id: str | None = None) -> RunPrompts:
-    """The prompts of a run directory, a call log or a mini-swe-agent trajectory."""
+def load_run(
+    path: str | os.PathLike[str], run_id: str | None = None, *, allow_torn: bool = False
+) -> RunPrompts:
+    """The prompts of a run directory, a call log or a mini-swe-agent trajectory
+    (``allow_torn``: see :func:`from_call_log`)."""
     kind, file = detect_kind(Path(path))
     if kind == "calllog":
-        return from_call_log(file, run_id)
+        return from_call_log(file, run_id, allow_torn=allow_torn)
     from forgetting.cost.trajectory import from_trajectory
 
     return from_trajectory(file, run_id)

@@ -53,6 +53,8 @@ class CostResult:
     run_costs: pa.Table  # schemas.RUN_COSTS_SCHEMA, one row per profile
     summary: dict[str, Any]  # SUMMARY_COLUMNS, primary profile
     calls_by_profile: dict[str, pa.Table] = field(default_factory=dict)
+    #: the line a torn call log was cut at (costed with ``allow_torn``); None when whole
+    torn_line: int | None = None
 
     def profile_row(self, name: str) -> dict[str, Any]:
         for row in self.run_costs.to_pylist():
@@ -79,7 +81,11 @@ class CostResult:
 
 
 def _deleted_columns(run: RunPrompts) -> dict[str, list[int]]:
-    seen: set[tuple[Any, ...]] = set()
+    """Rewritten parts — (turn, part) pairs: a turn's tool output may span several messages —
+    and the tokens of the original they removed (``tokens_removed`` of each rewritten message,
+    see :mod:`forgetting.deletion.record`), cumulative and new per call."""
+    seen: set[tuple[int, str, int]] = set()
+    seen_parts: set[tuple[int, str]] = set()
     parts = tokens = 0
     out: dict[str, list[int]] = {
         k: [] for k in ("deleted_parts", "deleted_tokens", "new_deleted_parts", "new_deleted_tokens")
@@ -87,12 +93,13 @@ def _deleted_columns(run: RunPrompts) -> dict[str, list[int]]:
     for call in run.calls:
         new_parts = new_tokens = 0
         for d in call.deleted:
-            if d.identity is not None:
-                if d.identity in seen:
-                    continue  # a part rewritten once stays rewritten; logged again, it counts once
-                seen.add(d.identity)
-            new_parts += 1
-            new_tokens += d.tokens
+            if d.identity in seen:
+                continue  # a message rewritten once stays rewritten; logged again, it counts once
+            seen.add(d.identity)
+            new_tokens += d.tokens_removed
+            if (d.turn, d.part) not in seen_parts:
+                seen_parts.add((d.turn, d.part))
+                new_parts += 1
         parts += new_parts
         tokens += new_tokens
         out["deleted_parts"].append(parts)
@@ -220,6 +227,7 @@ def cost_prompts(
         run_costs,
         summary,
         by_profile,
+        run.torn_line,
     )
 
 
@@ -229,8 +237,10 @@ def cost_run(
     *,
     primary: str | None = None,
     run_id: str | None = None,
+    allow_torn: bool = False,
 ) -> CostResult:
     """Cost a run directory, a call log (``calls.jsonl``) or a mini-swe-agent trajectory
     under ``profiles``; the per-call table and the summary use ``primary`` (default: the
-    first profile)."""
-    return cost_prompts(load_run(path, run_id), profiles, primary=primary)
+    first profile). A torn call log is an error unless ``allow_torn``: then the calls
+    before the torn line are costed and ``torn_line`` says where it was."""
+    return cost_prompts(load_run(path, run_id, allow_torn=allow_torn), profiles, primary=primary)

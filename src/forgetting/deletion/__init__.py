@@ -2,18 +2,23 @@
 
 Public API::
 
-    reduce_history(messages, deletion, seed, *, placeholders=None, token_draw="exact") -> Reduction
-    Reducer(deletion, seed, *, settings=None).reduce(messages) -> Reduction   # memoized, one per run
+    reduce_history(messages, deletion, seed, *, actions, placeholders=None, token_draw="exact") -> Reduction
+    Reducer(deletion, seed, *, actions, settings=None).reduce(messages) -> Reduction   # memoized, one per run
+
+``actions`` is the run's agent's :class:`~forgetting.messages.ActionSyntax` (what counts as an
+action in its reply text, never deleted; :func:`forgetting.runner.execute.action_syntax`), or
+None for an agent that acts by tool calls.
     DeletionSettings.from_config(study.section("deletion"))
 
 Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both message
 styles), :mod:`~forgetting.deletion.draws` (keyed draws), :mod:`~forgetting.deletion.tokens`
 (token-level removal), :mod:`~forgetting.deletion.policy` (the policy interface and
 registry), :mod:`~forgetting.deletion.random_policy` (the paper's policy),
-:mod:`~forgetting.deletion.engine` (applying a policy's decisions).
+:mod:`~forgetting.deletion.engine` (applying a policy's decisions),
+:mod:`~forgetting.deletion.record` (what a rewrite did: the call log's ``deleted`` records).
 """
 
-from forgetting.deletion.engine import PartRecord, Reducer, Reduction, reduce_history
+from forgetting.deletion.engine import Reducer, Reduction, reduce_history
 from forgetting.deletion.parts import PARTS
 from forgetting.deletion.policy import (
     HistoryView,
@@ -25,6 +30,7 @@ from forgetting.deletion.policy import (
     policies,
     register,
 )
+from forgetting.deletion.record import PartDeletion
 from forgetting.deletion.settings import DEFAULT_PLACEHOLDERS, DeletionSettings
 from forgetting.deletion.tokens import TOKEN_DRAWS
 
@@ -34,7 +40,7 @@ __all__ = [
     "TOKEN_DRAWS",
     "DeletionSettings",
     "HistoryView",
-    "PartRecord",
+    "PartDeletion",
     "Policy",
     "PolicyError",
     "Reducer",

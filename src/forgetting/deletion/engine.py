@@ -19,44 +19,25 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from forgetting import tokenizer
 from forgetting.deletion import draws
 from forgetting.deletion.parts import PARTS, apply_fields, decompose, text_slots
 from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite, make_policy
+from forgetting.deletion.record import PartDeletion
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.deletion.tokens import kept_text, removal_mask
 from forgetting.grid import Deletion
-from forgetting.messages import segment
-
-
-@dataclass(frozen=True)
-class PartRecord:
-    """One rewritten part of one message.
-
-    ``tokens_before``: tokens of the deletable text before; ``tokens_after``: tokens of the
-    text that replaced it, as sent (placeholder, or the kept tokens re-encoded);
-    ``tokens_removed``: tokens the draw removed (all of them at turn level)."""
-
-    turn: int
-    part: str
-    message_index: int
-    mode: str
-    tokens_before: int
-    tokens_after: int
-    tokens_removed: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+from forgetting.messages import ActionSyntax, segment
 
 
 @dataclass(frozen=True)
 class Reduction:
     messages: list[dict[str, Any]]  # the history to send (new dicts; the input is untouched)
-    records: tuple[PartRecord, ...]  # every part rewritten in this history
-    new: tuple[PartRecord, ...]  # the parts rewritten for the first time at this call
+    records: tuple[PartDeletion, ...]  # every part rewritten in this history
+    new: tuple[PartDeletion, ...]  # the parts rewritten for the first time at this call
     n_turns: int
     style: str
 
@@ -65,9 +46,9 @@ class Reduction:
         return bool(self.records)
 
     @property
-    def deleted(self) -> list[dict[str, Any]]:
-        """The call log's ``deleted`` field: the parts newly rewritten at this call."""
-        return [r.as_dict() for r in self.new]
+    def deleted(self) -> tuple[PartDeletion, ...]:
+        """The call log's ``deleted`` records: the parts newly rewritten at this call."""
+        return self.new
 
 
 @dataclass(frozen=True)
@@ -85,7 +66,7 @@ class _Call:
 
     messages: list[dict[str, Any]]  # the history as received
     out: list[dict[str, Any]]  # as reduced
-    applied: dict[Rewrite, list[PartRecord]]  # each rewrite and the messages it rewrote
+    applied: dict[Rewrite, list[PartDeletion]]  # each rewrite and the messages it rewrote
     n_turns: int
 
 
@@ -97,11 +78,16 @@ class Reducer:
         deletion: Deletion,
         seed: int,
         *,
+        actions: ActionSyntax | None,
         settings: DeletionSettings | None = None,
         policy: Policy | None = None,
     ) -> None:
+        """``actions``: how the run's agent writes actions into its reply text — the agent's
+        own pattern (:func:`forgetting.runner.execute.action_syntax`); None for an agent whose
+        actions are tool calls. Text it matches is never deleted; any other text is reasoning."""
         self.deletion = deletion
         self.seed = int(seed)
+        self.actions = actions
         self.settings = settings or DeletionSettings()
         self.policy = policy or make_policy(deletion, self.settings)
         self._done: dict[tuple[int, str, Rewrite], _Done] = {}
@@ -145,7 +131,7 @@ class Reducer:
 
     def _part(
         self, messages: Sequence[Mapping[str, Any]], view: HistoryView, rw: Rewrite
-    ) -> list[tuple[int, dict[str, Any], PartRecord]]:
+    ) -> list[tuple[int, dict[str, Any], PartDeletion]]:
         out = []
         first = 0 if rw.part == "reasoning" else 1  # the assistant message is 0, observations 1, 2, …
         for ordinal, i in enumerate(view.message_indices(rw.turn, rw.part), start=first):
@@ -154,13 +140,13 @@ class Reducer:
             key = (i, rw.part, rw)
             done = self._done.get(key)
             if done is None or done.original != original:
-                ed = decompose(msg, rw.part)
+                ed = decompose(msg, rw.part, self.actions)
                 if ed is None:
                     continue
                 new, before, removed = self._rewrite_cores(rw, ordinal, ed.cores)
                 after = sum(self.count(c) for c in new if c)
                 done = self._done[key] = _Done(original, ed.fields(new), before, after, removed)
-            rec = PartRecord(rw.turn, rw.part, i, rw.mode, done.before, done.after, done.removed)
+            rec = PartDeletion(rw.turn, rw.part, i, rw.mode, done.before, done.after, done.removed)
             out.append((i, apply_fields(msg, done.fields), rec))
         return out
 
@@ -182,7 +168,7 @@ class Reducer:
 
     def _reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
         seg = segment(messages)
-        view = HistoryView(messages, self.seed, segmented=seg, counter=self.count)
+        view = HistoryView(messages, self.seed, actions=self.actions, segmented=seg, counter=self.count)
         if self.deletion.is_baseline:
             return Reduction([dict(m) for m in messages], (), (), view.n_turns, seg.style)
         rewrites = self._decide(view)
@@ -209,9 +195,9 @@ class Reducer:
         base = last.out if extends else []
         out = list(base) + [dict(m) for m in messages[len(base) :]]  # entries are replaced, never mutated
         order = {p: k for k, p in enumerate(PARTS)}
-        applied: dict[Rewrite, list[PartRecord]] = {}
-        records: list[PartRecord] = []
-        new: list[PartRecord] = []
+        applied: dict[Rewrite, list[PartDeletion]] = {}
+        records: list[PartDeletion] = []
+        new: list[PartDeletion] = []
         for rw in sorted(rewrites, key=lambda r: (r.turn, order[r.part])):
             recs = reused.get(rw)
             if recs is None:
@@ -233,9 +219,11 @@ def reduce_history(
     deletion: Deletion,
     seed: int,
     *,
+    actions: ActionSyntax | None,
     placeholders: Mapping[str, str] | None = None,
     token_draw: str = "exact",
 ) -> Reduction:
-    """Reduce one history under ``deletion`` with the run's ``seed`` (a pure function)."""
+    """Reduce one history under ``deletion`` with the run's ``seed`` (a pure function);
+    ``actions`` as for :class:`Reducer`."""
     settings = DeletionSettings(placeholders=dict(placeholders or {}), token_draw=token_draw)
-    return Reducer(deletion, seed, settings=settings).reduce(messages)
+    return Reducer(deletion, seed, actions=actions, settings=settings).reduce(messages)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from forgetting.deletion.names import numbered
-from forgetting.deletion.parts import decompose, text_slots
+from forgetting.deletion.parts import text_slots
 from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite, register
 from forgetting.deletion.random_policy import (
     RANDOM_KEYS,
@@ -127,7 +127,7 @@ class _Sizes:
         key = (rw, i)
         n = self._removed.get(key)
         if n is None:
-            ed = decompose(self.view.messages[i], rw.part)
+            ed = self.view.editable(i, rw.part)
             if ed is None:
                 n = 0
             else:
@@ -147,7 +147,7 @@ class _Sizes:
         return [
             i
             for i in self.view.message_indices(rw.turn, rw.part)
-            if decompose(self.view.messages[i], rw.part) is not None
+            if self.view.editable(i, rw.part) is not None
         ]
 
 

@@ -5,11 +5,13 @@ What each part of a turn (:mod:`forgetting.messages`) holds:
 ``reasoning``
     the assistant message's ``reasoning_content`` (when present) and the text of its
     ``content``. When the message has ``tool_calls``, those are its actions (never touched)
-    and the whole content is reasoning; when it has none (the text-action style), the fenced
-    action blocks (```` ```mswea_bash_command ````, ```` ```bash ````, ```` ```sh ````) are
-    cut out of the content first and stay byte-identical in place. The rule looks at the
-    message alone, never at the rest of the history, so a message is always split the same
-    way in every call.
+    and the whole content is reasoning; when it has none (the text-action style), the
+    agent's action blocks — the matches of its :class:`~forgetting.messages.ActionSyntax`,
+    e.g. mini-swe-agent 2.x's ```` ```mswea_bash_command ```` block — are cut out of the
+    content first and stay byte-identical in place. Any other fenced block (a quoted
+    ```` ```bash ```` snippet the agent never runs) is reasoning. Under syntax ``None`` (a
+    tool-calling agent) the whole content is reasoning. The rule looks at the message alone,
+    never at the rest of the history, so a message is always split the same way in every call.
 ``tool_output``
     the content of every observation message of the turn (``tool`` results, ``user``
     observations, format-error messages).
@@ -28,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forgetting.messages import split_text_actions
+from forgetting.messages import ActionSyntax, split_text_actions
 
 PARTS: tuple[str, ...] = ("reasoning", "tool_output")
 #: one slot of a message: ("reasoning_content",), ("content",) or ("content", i) for list part i
@@ -86,10 +88,10 @@ def _split_ws(text: str, items: list[Item], cores: list[str]) -> None:
         items.append(trail)
 
 
-def _slot_items(text: str, with_actions: bool, cores: list[str]) -> tuple[Item, ...]:
+def _slot_items(text: str, syntax: ActionSyntax | None, cores: list[str]) -> tuple[Item, ...]:
     items: list[Item] = []
-    if with_actions:
-        for kind, span in split_text_actions(text):
+    if syntax is not None:
+        for kind, span in split_text_actions(text, syntax):
             if kind == "action":
                 items.append(span)
             else:
@@ -113,14 +115,15 @@ def text_slots(message: Mapping[str, Any], reasoning: bool) -> list[tuple[Path, 
     return slots
 
 
-def decompose(message: Mapping[str, Any], part: str) -> Editable | None:
-    """The cores of ``message`` for ``part``; None when it has nothing to delete."""
+def decompose(message: Mapping[str, Any], part: str, syntax: ActionSyntax | None) -> Editable | None:
+    """The cores of ``message`` for ``part``, the agent's action blocks (``syntax``) kept out;
+    None when it has nothing to delete."""
     reasoning = part == "reasoning"
-    with_actions = reasoning and not message.get("tool_calls")
+    text_actions = syntax if reasoning and not message.get("tool_calls") else None
     cores: list[str] = []
     layout = []
     for path, text in text_slots(message, reasoning):
-        items = _slot_items(text, with_actions and path[0] == "content", cores)
+        items = _slot_items(text, text_actions if path[0] == "content" else None, cores)
         layout.append((path, items))
     if not cores:
         return None

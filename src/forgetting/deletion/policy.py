@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from forgetting.deletion.parts import PARTS, Editable, decompose
+from forgetting.deletion.record import MODES
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
 from forgetting.grid import Deletion
-from forgetting.messages import Segmented, Turn, detect_style, segment
+from forgetting.messages import ActionSyntax, Segmented, Turn, detect_style, segment
 
-MODES: tuple[str, ...] = ("turn", "token")
 #: modules that define policies (imported on first use of the registry)
 POLICY_MODULES: tuple[str, ...] = (
     "forgetting.deletion.random_policy",
@@ -102,11 +102,14 @@ class HistoryView:
         messages: Sequence[Mapping[str, Any]],
         seed: int,
         *,
+        actions: ActionSyntax | None,
         segmented: Segmented | None = None,
         counter: Callable[[str], int] | None = None,
     ) -> None:
+        """``actions``: how the run's agent writes actions into its text (None: tool calls only)."""
         self.messages = messages
         self.seed = seed
+        self.actions = actions
         self.segmented = segmented or segment(messages)
         self._counter = counter
 
@@ -134,7 +137,7 @@ class HistoryView:
         return (t.assistant,) if part == "reasoning" else t.observations
 
     def editable(self, message_index: int, part: str) -> Editable | None:
-        return decompose(self.messages[message_index], part)
+        return decompose(self.messages[message_index], part, self.actions)
 
     def part_texts(self, turn: int, part: str) -> list[str]:
         """The deletable texts (cores) of a part, in message order."""
@@ -164,7 +167,7 @@ class HistoryView:
         cut = self.turns[-1].assistant
         head = self.messages[:cut]
         seg = Segmented(detect_style(head), self.segmented.preamble, self.turns[:-1])
-        return HistoryView(head, self.seed, segmented=seg, counter=self._counter)
+        return HistoryView(head, self.seed, actions=self.actions, segmented=seg, counter=self._counter)
 
 
 class Policy:

@@ -66,7 +66,7 @@ def stale_turns(files: Sequence[frozenset[str]], stale_after: int, keep_last: in
 def turn_files(view: HistoryView, turn: int) -> frozenset[str]:
     """The files the actions of ``turn`` name."""
     out: frozenset[str] = frozenset()
-    for action in actions(view.messages[view.turn(turn).assistant]):
+    for action in actions(view.messages[view.turn(turn).assistant], view.actions):
         out |= action_files(action)
     return out
 

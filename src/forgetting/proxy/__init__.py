@@ -2,7 +2,7 @@
 
 Public API::
 
-    start_proxy(upstream, deletion, seed, log_dir, run_id, *, host="127.0.0.1", port=0,
+    start_proxy(upstream, deletion, seed, log_dir, run_id, *, actions, host="127.0.0.1", port=0,
                 settings=None) -> ProxyHandle        # .url, .stop(), a context manager
     ProxySettings.from_study(study)
 

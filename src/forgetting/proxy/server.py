@@ -40,6 +40,7 @@ from forgetting.deletion import Reducer
 from forgetting.deletion.policy import PolicyError
 from forgetting.errors import UserError
 from forgetting.grid import Deletion
+from forgetting.messages import ActionSyntax
 from forgetting.proxy.openai_api import (
     BadRequest,
     dumps,
@@ -303,6 +304,9 @@ def _check_resumed_log(path: Path, header: Mapping[str, Any]) -> None:
         if old.get(key) != header[key]:
             raise UserError(f"{path}: this call log belongs to {key} {old.get(key)!r}, not {header[key]!r}; "
                             "give another --log directory")
+    if "actions" in old and old["actions"] != header["actions"]:
+        raise UserError(f"{path}: this call log was written with another action pattern "
+                        f"({old['actions']!r}, not {header['actions']!r}); give another --log directory")
     if (old.get("deletion") or {}).get("name") != header["deletion"]["name"]:
         raise UserError(f"{path}: this call log belongs to configuration {old['deletion'].get('name')!r}, "
                         f"not {header['deletion']['name']!r}; give another --log directory")
@@ -315,12 +319,16 @@ def start_proxy(
     log_dir: str | Path,
     run_id: str,
     *,
+    actions: ActionSyntax | None,
     host: str = "127.0.0.1",
     port: int = 0,
     settings: ProxySettings | None = None,
 ) -> ProxyHandle:
     """Start a proxy for one run in a background thread; its call log is ``log_dir/calls.jsonl``.
 
+    ``actions``: how the run's agent writes actions into its reply text (the agent's own
+    pattern, :func:`forgetting.runner.execute.action_syntax`; None for tool calls) — the
+    deletion engine never touches them; the call log's header records it.
     ``port=0`` picks a free port (see ``.url``). Appending to an existing log of the same run
     resumes it (a torn last line is cut off first)."""
     settings = settings or ProxySettings()
@@ -341,9 +349,10 @@ def start_proxy(
         "chat_format": chat_format.FORMAT_NAME,
         "upstream": up.url,
         "settings": settings.as_dict(),
+        "actions": actions.to_json() if actions is not None else None,
     }
     _check_resumed_log(log_path, header)
-    reducer = Reducer(deletion, seed, settings=settings.deletion)
+    reducer = Reducer(deletion, seed, actions=actions, settings=settings.deletion)
     log = CallLogWriter(log_path, header, fsync=settings.fsync)
     try:
         server = ProxyServer(

@@ -381,9 +381,10 @@ def _scratch(settings: RunnerSettings, batch: Batch) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def preload(agents: set[str], scratch: Path) -> None:
+def preload(agents: set[str], scratch: Path, settings: RunnerSettings) -> None:
     """Import what every run needs once, before forking: the proxy, the tokenizer's
-    vocabulary and, for mini-swe-agent, the agent with litellm."""
+    vocabulary and, for mini-swe-agent, the agent with litellm; and read each mini agent's
+    action pattern from its config, so that a bad one stops the batch before any run."""
     from forgetting import tokenizer
     from forgetting.proxy import start_proxy  # noqa: F401
 
@@ -393,6 +394,8 @@ def preload(agents: set[str], scratch: Path) -> None:
 
         mini.prepare_environment(scratch / "mswea-config")
         mini.preload()
+        for agent in sorted(agents & {"mini", "mini-text"}):
+            mini.action_syntax(agent, settings)
 
 
 def server_log_path(study: Study, batch: Batch, manifest: str | os.PathLike[str] | None) -> Path:
@@ -431,7 +434,7 @@ def run_batch(
 
                 check_ready(settings)
             with _scratch(settings, batch) as scratch:
-                preload({r.agent for r in todo}, scratch)
+                preload({r.agent for r in todo}, scratch, settings)
                 say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; "
                          f"starting the {settings.backend} model server")
                 with serving(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from forgetting.atomic import write_json
 from forgetting.errors import UserError
+from forgetting.messages import ActionSyntax
 from forgetting.model_server import die_with_parent
 from forgetting.plan import Run
 from forgetting.runner.context import RunContext
@@ -28,6 +29,17 @@ from forgetting.runner.settings import RunnerSettings
 from forgetting.runner.workspace import make_workspace, problem_statement
 
 AGENT_LOG = "agent.log"
+
+
+def action_syntax(agent: str, settings: RunnerSettings) -> ActionSyntax | None:
+    """What counts as an action in ``agent``'s reply text (the deletion engine never deletes
+    it): None for the agents that act by tool calls (``mini``, ``trae``), mini-swe-agent's
+    own ``action_regex`` for ``mini-text`` (:func:`forgetting.runner.mini.action_syntax`)."""
+    if agent == "trae":
+        return None
+    from forgetting.runner.mini import action_syntax as mini_action_syntax
+
+    return mini_action_syntax(agent, settings)
 
 
 def run_agent(ctx: RunContext) -> AgentOutcome:
@@ -56,7 +68,10 @@ def execute_run(
           f"({time.monotonic() - t0:.2f} s)", flush=True)
     try:
         try:
-            proxy = start_proxy(model_url, run.deletion, run.seed, out, run.run_id, settings=proxy_settings)  # type: ignore[arg-type]
+            proxy = start_proxy(
+                model_url, run.deletion, run.seed, out, run.run_id,
+                actions=action_syntax(run.agent, settings), settings=proxy_settings,  # type: ignore[arg-type]
+            )
         except (UserError, OSError) as exc:
             raise InfraFailure(f"proxy: could not start: {exc}") from None
         print(f"proxy {proxy.url} -> {model_url} ({run.deletion.name}) ({time.monotonic() - t0:.2f} s)", flush=True)

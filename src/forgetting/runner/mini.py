@@ -2,7 +2,8 @@
 
 ``mini`` uses ``swebench.yaml`` (tool calling, one ``bash`` tool; the study's agent) and
 ``mini-text`` ``swebench_backticks.yaml`` (a fenced ``mswea_bash_command`` block per reply,
-observations as ``user`` messages). The agent is mini's ``DefaultAgent`` with
+observations as ``user`` messages; what counts as that block is the model config's
+``action_regex``, which :func:`action_syntax` hands to the deletion proxy). The agent is mini's ``DefaultAgent`` with
 ``LitellmModel`` / ``LitellmTextbasedModel`` pointed at the run's proxy; only what the study
 fixes is changed: the step limit (``agent.turn_cap``), no cost limit, the wall-time limit
 (``execution.run_timeout_s``), the command timeout, the model, temperature and output cap.
@@ -26,7 +27,9 @@ from typing import Any
 import yaml
 
 from forgetting.atomic import write_text
+from forgetting.errors import ConfigError
 from forgetting.layout import PATCH, TRAJECTORY
+from forgetting.messages import ActionSyntax
 from forgetting.runner.context import RunContext
 from forgetting.runner.outcome import SUBMITTED, AgentOutcome, InfraFailure, classify_mini
 from forgetting.runner.settings import MINI_CONFIGS, RunnerSettings
@@ -119,6 +122,38 @@ def model_config(config: dict[str, Any], settings: RunnerSettings, api_base: str
     }
     section["cost_tracking"] = "ignore_errors"
     return section
+
+
+def action_syntax(agent: str, settings: RunnerSettings) -> ActionSyntax | None:
+    """What counts as an action in ``agent``'s reply text, from the agent's own configuration:
+    ``mini`` acts by tool calls only (None); ``mini-text`` by the ``action_regex`` of the model
+    the runner builds — ``LitellmTextbasedModelConfig`` from the model section of the config
+    file it runs with: that file's ``model.action_regex``, else the class's default."""
+    if agent not in MINI_CONFIGS:
+        raise ValueError(f"not a mini-swe-agent agent: {agent!r}")
+    if agent == "mini":
+        return None
+    if "minisweagent" not in sys.modules:  # a process that is no run (the proxy command, synth)
+        prepare_environment(Path(tempfile.gettempdir()) / "forgetting-mswea-config")
+    import minisweagent
+    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModelConfig
+    from pydantic import ValidationError
+
+    config = load_config(agent, settings)
+    path = config_path(agent, settings)
+    where = str(path) if settings.mini_config_files.get(agent) else f"mini-swe-agent's {MINI_CONFIGS[agent]}"
+    try:
+        regex = LitellmTextbasedModelConfig(**model_config(config, settings, "")).action_regex
+    except ValidationError as exc:
+        raise ConfigError(f"agent.{agent}.config_file: {where}: its model section is not valid: {exc}") from None
+    if "action_regex" in (config.get("model") or {}):
+        source = f"{where}: model.action_regex"
+    else:
+        source = f"mini-swe-agent {minisweagent.__version__} LitellmTextbasedModelConfig.action_regex (default)"
+    try:
+        return ActionSyntax(regex, source)
+    except ValueError as exc:
+        raise ConfigError(f"agent.{agent}.config_file: {exc}") from None
 
 
 #: where the pytest plugin of ``agent.fixed_test_durations`` lives (alone: no pipeline code)

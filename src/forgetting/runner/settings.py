@@ -81,13 +81,10 @@ class RunnerSettings:
         """When a run that ignores its own time limit is killed: the limit plus a grace period."""
         return self.run_timeout_s + max(60.0, 0.1 * self.run_timeout_s)
 
-    @classmethod
-    def from_study(cls, study: Study) -> RunnerSettings:
-        from forgetting.evaluation.instances import instances_path
-        from forgetting.evaluation.settings import EvalSettings
-
+    @staticmethod
+    def mini_files_from_study(study: Study) -> dict[str, Path | None]:
+        """``agent.mini.config_file`` / ``agent.mini-text.config_file`` (None: mini's own)."""
         agent = study.section("agent")
-        execution = study.section("execution")
         mini_files: dict[str, Path | None] = {}
         for name in MINI_AGENTS:
             sub = agent.get(name) or {}
@@ -95,6 +92,16 @@ class RunnerSettings:
             mini_files[name] = study.path(_expand(value)) if value else None
             if value and not mini_files[name].is_file():  # type: ignore[union-attr]
                 raise ConfigError(f"agent.{name}.config_file: {mini_files[name]} not found")
+        return mini_files
+
+    @classmethod
+    def from_study(cls, study: Study) -> RunnerSettings:
+        from forgetting.evaluation.instances import instances_path
+        from forgetting.evaluation.settings import EvalSettings
+
+        agent = study.section("agent")
+        execution = study.section("execution")
+        mini_files = cls.mini_files_from_study(study)
         trae_section = agent.get("trae") or {}
         image = trae_section.get("apptainer_image")
         install = trae_section.get("install_dir")

@@ -2,12 +2,15 @@
 
 Each earlier turn is the model's own reply — its reasoning (possibly deleted) and its
 actions (never deleted) — and what came back for each action (possibly deleted). Both
-message styles are read: tool calls with ``tool`` results, and text actions (fenced
-``mswea_bash_command`` or 1.x ``bash`` blocks) with ``user`` observations.
+message styles are read: tool calls with ``tool`` results, and text actions with ``user``
+observations — the model's own fenced blocks, in the fence it writes them
+(:func:`fenced_actions`: ``mswea_bash_command`` for mini-swe-agent 2.x prompts, ``bash`` as
+1.x asked).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +63,16 @@ def task_text_of(messages: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(content_text(messages[i]) for i in seg.preamble if messages[i].get("role") == "user")
 
 
-def reconstruct(messages: Sequence[Mapping[str, Any]], task: TaskKnowledge | None) -> Conversation:
+def fenced_actions(fence: str) -> msgs.ActionSyntax:
+    """How the stand-in reads back the text actions it wrote: its own ```` ```FENCE ```` blocks."""
+    return msgs.ActionSyntax(rf"```{re.escape(fence)}\s*\n(.*?)\n```", f"the scripted stand-in's {fence} blocks")
+
+
+def reconstruct(
+    messages: Sequence[Mapping[str, Any]], task: TaskKnowledge | None, actions: msgs.ActionSyntax
+) -> Conversation:
+    """The conversation of a request; ``actions``: the blocks the stand-in writes its text
+    actions in (:func:`fenced_actions`)."""
     seg = msgs.segment(messages)
     preamble = [messages[i] for i in seg.preamble]
     turns = []
@@ -70,7 +82,7 @@ def reconstruct(messages: Sequence[Mapping[str, Any]], task: TaskKnowledge | Non
         by_id = {m.get("tool_call_id"): content_text(m) for m in observations if m.get("role") == "tool"}
         plain = [content_text(m) for m in observations if m.get("role") != "tool"]
         steps = []
-        for k, action in enumerate(msgs.actions(assistant)):
+        for k, action in enumerate(msgs.actions(assistant, actions)):
             command = action.command or ""
             if action.call_id is not None and action.call_id in by_id:
                 obs: str | None = by_id[action.call_id]
@@ -79,7 +91,7 @@ def reconstruct(messages: Sequence[Mapping[str, Any]], task: TaskKnowledge | Non
             else:
                 obs = None
             steps.append(Step(turn.index, command, obs, classify(command, task)))
-        turns.append(TurnView(turn.index, msgs.reasoning_text(assistant), tuple(steps)))
+        turns.append(TurnView(turn.index, msgs.reasoning_text(assistant, actions), tuple(steps)))
     return Conversation(
         task_text="\n".join(content_text(m) for m in preamble if m.get("role") == "user"),
         preamble_text="\n".join(content_text(m) for m in preamble),

@@ -21,7 +21,7 @@ from typing import Any
 
 from forgetting import chat_format, tokenizer
 from forgetting.scripted.draws import Draws, run_key_for
-from forgetting.scripted.history import reconstruct, task_text_of
+from forgetting.scripted.history import fenced_actions, reconstruct, task_text_of
 from forgetting.scripted.knowledge import TaskBook
 from forgetting.scripted.policy import Decision, Policy, unknown_task
 from forgetting.scripted.prefix_cache import PrefixCache
@@ -63,6 +63,13 @@ def _check_request(request: Any) -> tuple[list[Mapping[str, Any]], list[Mapping[
 def _tool_name(tools: Sequence[Mapping[str, Any]]) -> str:
     names = [str((t.get("function") or t).get("name", "")) for t in tools if isinstance(t, Mapping)]
     return "bash" if "bash" in names or not names else names[0]
+
+
+def fence_of(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The fence the stand-in writes its text actions in: ``mswea_bash_command`` when the
+    prompt shows it (mini-swe-agent 2.x), else ``bash`` (as 1.x asked)."""
+    preamble = "\n".join(chat_format.content_text(m) for m in messages if m.get("role") in ("system", "user"))
+    return "mswea_bash_command" if "mswea_bash_command" in preamble else "bash"
 
 
 def render(
@@ -119,7 +126,7 @@ class ScriptedModel:
         """The next decision and the id of the task it was identified as ('' when unknown)."""
         task_text = task_text_of(messages)
         task = self.book.identify(task_text)
-        conversation = reconstruct(messages, task)
+        conversation = reconstruct(messages, task, fenced_actions(fence_of(messages)))
         draws = Draws(self.settings.seed, run_key_for(seed_header, task_text), conversation.call_index)
         if task is None:
             return unknown_task(), ""
@@ -133,11 +140,7 @@ class ScriptedModel:
         task_text = task_text_of(messages)
         run_key = run_key_for(seed_header, task_text)
         n_assistant = sum(1 for m in messages if m.get("role") == "assistant")
-        preamble = "\n".join(
-            chat_format.content_text(m) for m in messages if m.get("role") in ("system", "user")
-        )
-        fence = "mswea_bash_command" if "mswea_bash_command" in preamble else "bash"
-        message = render(decision, tools=tools, fence=fence, id_seed=f"{run_key}/{n_assistant + 1}")
+        message = render(decision, tools=tools, fence=fence_of(messages), id_seed=f"{run_key}/{n_assistant + 1}")
 
         completion = chat_format.completion_token_ids(message)
         finish = "tool_calls" if tools else "stop"

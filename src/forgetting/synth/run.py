@@ -31,7 +31,10 @@ from forgetting.config import Study
 from forgetting.deletion import DeletionSettings, Reducer
 from forgetting.evaluation.report import EvalReport, patch_digest
 from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
+from forgetting.messages import ActionSyntax
 from forgetting.plan import Run, derive_seed
+from forgetting.runner.execute import action_syntax
+from forgetting.runner.settings import RunnerSettings
 from forgetting.synth.agent import Sight, SyntheticAgent, profile_of
 from forgetting.synth.render import Rendered, TraeRenderer, renderer_for, unified_diff
 from forgetting.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory
@@ -126,7 +129,10 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     rng = np.random.default_rng(derive_seed(gen_seed, run.run_id))
     agent = SyntheticAgent(world, profile_of(run.agent), rng, scopes=run.deletion.parts)
     render = renderer_for(run.agent, world, rng)
-    reducer = Reducer(run.deletion, run.seed, settings=DeletionSettings.from_config(study.section("deletion")))
+    # the agent's own action pattern, as the runner hands it to the proxy
+    actions = action_syntax(run.agent, RunnerSettings(mini_config_files=RunnerSettings.mini_files_from_study(study)))
+    reducer = Reducer(run.deletion, run.seed, actions=actions,
+                      settings=DeletionSettings.from_config(study.section("deletion")))
     tools = render.tools
     header = {
         "run_id": run.run_id,
@@ -136,6 +142,7 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
         "chat_format": chat_format.FORMAT_NAME,
         "upstream": "synthetic://forgetting-synth",
         "synthetic": True,
+        "actions": actions.to_json() if actions is not None else None,
     }
     params = {"model": served, "temperature": float(model.get("temperature", 0)), "max_tokens": max_tokens}
     history: list[dict[str, Any]] = render.preamble()
@@ -201,7 +208,8 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     resolved = status == "submitted" and agent.resolved()
     patch = unified_diff(world, render.state) if status == "submitted" else ""
     total = (out / CALLS).stat().st_size
-    total += _write_trajectory(out, render, history, trae_calls, status, patch, calls, cap, served, started, clock)
+    total += _write_trajectory(out, render, history, trae_calls, status, patch, calls, cap, served, started, clock,
+                               actions)
     (out / PATCH).write_text(patch, encoding="utf-8")
     total += len(patch.encode())
     eval_status = "resolved" if resolved else ("empty_patch" if not patch.strip() else "unresolved")
@@ -248,6 +256,7 @@ def _write_trajectory(
     served: str,
     started: float,
     ended: float,
+    actions: ActionSyntax | None,
 ) -> int:
     if isinstance(render, TraeRenderer):
         final = {
@@ -264,7 +273,7 @@ def _write_trajectory(
         exit_status = {"submitted": "Submitted", "capped": "LimitsExceeded",
                        "context_exceeded": "ContextWindowExceededError"}[status]
         doc = mini_trajectory(history, exit_status=exit_status, submission=patch, api_calls=calls,
-                              step_limit=cap, model_name=served)
+                              step_limit=cap, model_name=served, actions=actions)
     return _dump(out / TRAJECTORY, doc)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from forgetting.messages import ActionSyntax
+
 
 def iso(t: float) -> str:
     return dt.datetime.fromtimestamp(t, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
@@ -26,15 +28,21 @@ def mini_trajectory(
     api_calls: int,
     step_limit: int,
     model_name: str,
+    actions: ActionSyntax | None = None,
 ) -> dict[str, Any]:
+    """``actions``: the text-mode action pattern, recorded as mini-swe-agent 2.x records it
+    (``info.config.model.action_regex``)."""
     history = [*messages, {"role": "exit", "content": submission,
                            "extra": {"exit_status": exit_status, "submission": submission}}]
+    model: dict[str, Any] = {"model_name": f"hosted_vllm/{model_name}"}
+    if actions is not None:
+        model["action_regex"] = actions.regex
     return {
         "info": {
             "exit_status": exit_status,
             "submission": submission,
             "model_stats": {"instance_cost": 0.0, "api_calls": api_calls},
-            "config": {"agent": {"step_limit": step_limit}, "model": {"model_name": f"hosted_vllm/{model_name}"}},
+            "config": {"agent": {"step_limit": step_limit}, "model": model},
             "mini_version": "synthetic",
         },
         "messages": list(history),
