@@ -52,8 +52,6 @@ from forgetting.tables.notes import (
 from forgetting.tables.stats_tables import StatsTables
 from forgetting.tables.writers import Table
 
-__all__ = ["BUILDERS", "FORMATS", "TABLES", "StatsTables"]
-
 TABLES: tuple[str, ...] = (
     "table1",
     "table2",
@@ -65,10 +63,6 @@ TABLES: tuple[str, ...] = (
 )
 #: every table is written in each format; HTML is what the Snakemake report shows inline
 FORMATS: tuple[str, ...] = ("csv", "md", "tex", "html")
-
-
-def _count(field: str) -> Callable[[Row], str]:
-    return lambda r: fmt.count(r[field])
 
 
 def _percent(share: Any) -> str:
@@ -139,7 +133,7 @@ TABLE1 = Spec(
         SOLVED,
         Column(data="median_turns"),  # the CSV keeps it beside tasks_solved; shown after Δ solved
         DELTA_SOLVED,
-        Column("turns", "Median turns", cell=_count("median_turns"), align="r"),
+        Column("turns", "Median turns", cell=lambda r: fmt.count(r["median_turns"]), align="r"),
         Estimate("change", "Run length change", "turns", data="turns_ratio", ci=True, change=True),
         Column("capped", "Capped", data="capped", show=fmt.count, align="r"),
         Column("looping", "Looping", data="looping", show=fmt.count, align="r"),

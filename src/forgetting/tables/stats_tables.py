@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from forgetting.stats.settings import StatsSettings
-from forgetting.tables.notes import NoteContext, ci_header
+from forgetting.tables.notes import NoteContext
 
 
 @dataclass(frozen=True)
@@ -56,10 +56,6 @@ class StatsTables:
             return self.study_tasks
         return max((int(r["n_tasks"]) for r in self.summary.values()), default=0)
 
-    def ci(self) -> tuple[str, str]:
-        """The ``[95 % CI]`` header suffix at the statistics' confidence (Markdown, LaTeX)."""
-        return ci_header(self.settings.confidence)
-
     def effect(self, row: Mapping[str, Any], metric: str) -> dict[str, Any] | None:
         """The effect ``metric`` of the summary row's configuration (None: the statistics have none)."""
         return self.effects.get((row["agent"], row["configuration"], metric))
@@ -72,14 +68,13 @@ class StatsTables:
         """The agents, in the order of the summary."""
         return list(dict.fromkeys(a for a, _ in self.summary_order))
 
-    def agent_rows(self, agent: str) -> list[dict[str, Any]]:
-        """The agent's baseline row (when there is one) followed by its evaluations."""
-        base = self.baseline(agent)
-        return ([base] if base else []) + self.evaluations(lambda r: r["agent"] == agent)
-
     def with_baselines(self) -> list[dict[str, Any]]:
         """Per agent, its baseline row (when there is one) followed by its evaluations."""
-        return [r for agent in self.agents for r in self.agent_rows(agent)]
+        rows = []
+        for agent in self.agents:
+            base = self.baseline(agent)
+            rows += ([base] if base else []) + self.evaluations(lambda r, a=agent: r["agent"] == a)
+        return rows
 
     def baseline(self, agent: str) -> dict[str, Any] | None:
         return self.summary.get((agent, "baseline"))
