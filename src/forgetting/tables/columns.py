@@ -48,8 +48,10 @@ class Column:
 
     def view(self, row: Row) -> tuple[str, dict[str, Any]]:
         """The cell and the CSV values of ``row``."""
-        text = "" if not self.key else self.cell(row) if self.cell else self.show(row.get(self.names[0]))
-        return text, {n: row.get(n) for n in self.names}
+        values = {n: row.get(n) for n in self.names}
+        if not self.key:
+            return "", values
+        return (self.cell(row) if self.cell else self.show(row.get(self.names[0]))), values
 
 
 #: the CSV columns of an estimate beyond its value and interval, when it is tested
@@ -91,13 +93,13 @@ class Estimate:
 
     def view(self, row: Row, e: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         """The cell (before its marks) and the CSV values (before the Holm decisions) of ``row``."""
-        if e is None:
-            if row.get("configuration") != BASELINE:
-                return fmt.NA, {}
+        if row.get("configuration") == BASELINE:
             if self.baseline is None:
                 return "", {}
             value = row.get(self.baseline)
             return fmt.number(value, self.digits, signed=self.signed), {self.data: value}
+        if e is None:
+            return fmt.NA, {}
         values = {self.data: e.get("estimate"), f"{self.data}_ci_low": e.get("ci_low"),
                   f"{self.data}_ci_high": e.get("ci_high")}
         if self.tested:
