@@ -1,4 +1,14 @@
-"""The paper's tables as CSV, Markdown and LaTeX (see :mod:`forgetting.tables.build`)."""
+"""The paper's tables as CSV, Markdown, LaTeX and HTML, from the statistics.
+
+================  ===============================================================================
+``stats_tables``  the statistics as rows (:class:`StatsTables`; also what the figures draw)
+``columns``       tables from declarations: :class:`Column`, :class:`Estimate` and a table's
+                  :class:`Spec`, which yields both the display and the data (CSV) view
+``build``         the seven tables: each a declaration, the rows it lists and its notes
+``notes``         the notes under the tables, generated from the settings
+``format``        numbers for reading; ``writers``: the four renderings of a table
+================  ===============================================================================
+"""
 
 from __future__ import annotations
 

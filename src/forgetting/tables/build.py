@@ -17,6 +17,9 @@
                        re-billed share of the cost
 =====================  ==========================================================================
 
+Each table is a declaration (:class:`~forgetting.tables.columns.Spec`: its columns, each saying
+what it shows and what it writes to the CSV), the rows it lists and its notes.
+
 Configurations beyond the paper's 42 appear in every table; their *Timing* cell holds a
 short label of their policy (``batched ×4 · delayed``, ``keep 8``; :func:`policy_label`).
 
@@ -29,31 +32,25 @@ the numbers were computed with (:mod:`forgetting.tables.notes`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
 from forgetting.grid import PAPER_NAMES
-from forgetting.stats.holm import holm_adjust
 from forgetting.stats.labels import SCOPE_LABELS, agent_label, amount_label, is_paper_like, policy_label
-from forgetting.stats.settings import StatsSettings
 from forgetting.tables import format as fmt
+from forgetting.tables.columns import Column, Estimate, Holm, Row, Spec
 from forgetting.tables.notes import (
-    NoteContext,
     bootstrap_note,
-    ci_header,
     cost_statistic_text,
     eval_errors_note,
     fewer_tasks_note,
-    holm_note,
     median_note,
     pricing_text,
     refetch_rate_text,
 )
-from forgetting.tables.writers import Column, Table
+from forgetting.tables.stats_tables import StatsTables
+from forgetting.tables.writers import Table
 
 TABLES: tuple[str, ...] = (
     "table1",
@@ -67,140 +64,36 @@ TABLES: tuple[str, ...] = (
 #: every table is written in each format; HTML is what the Snakemake report shows inline
 FORMATS: tuple[str, ...] = ("csv", "md", "tex", "html")
 
-_ID_COLUMNS = ["agent", "configuration", "timing", "scope", "granularity", "amount"]
+
+def _percent(share: Any) -> str:
+    return fmt.number(share * 100, 0)
 
 
-@dataclass(frozen=True)
-class StatsTables:
-    """The statistics as row dicts, looked up by (agent, configuration[, metric])."""
-
-    effects: Mapping[tuple[str, str, str], dict[str, Any]]
-    summary: Mapping[tuple[str, str], dict[str, Any]]
-    summary_order: Sequence[tuple[str, str]]
-    comparisons: Sequence[dict[str, Any]]
-    settings: StatsSettings
-    provenance: str = ""
-    context: NoteContext = field(default_factory=NoteContext)
-    #: the study's number of tasks (default: the most any summary row has)
-    study_tasks: int | None = None
-
-    @classmethod
-    def from_tables(
-        cls,
-        effects: pa.Table,
-        comparisons: pa.Table,
-        summary: pa.Table,
-        settings: StatsSettings,
-        provenance: str = "",
-        context: NoteContext | None = None,
-        study_tasks: int | None = None,
-    ) -> StatsTables:
-        eff = {(r["agent"], r["configuration"], r["metric"]): r for r in effects.to_pylist()}
-        summ_rows = summary.to_pylist()
-        return cls(
-            effects=eff,
-            summary={(r["agent"], r["configuration"]): r for r in summ_rows},
-            summary_order=[(r["agent"], r["configuration"]) for r in summ_rows],
-            comparisons=comparisons.to_pylist(),
-            settings=settings,
-            provenance=provenance,
-            context=context or NoteContext(),
-            study_tasks=study_tasks,
-        )
-
-    @property
-    def n_tasks(self) -> int:
-        if self.study_tasks is not None:
-            return self.study_tasks
-        return max((int(r["n_tasks"]) for r in self.summary.values()), default=0)
-
-    def ci(self) -> tuple[str, str]:
-        """The ``[95 % CI]`` header suffix at the statistics' confidence (Markdown, LaTeX)."""
-        return ci_header(self.settings.confidence)
-
-    def evaluations(self, keep: Callable[[dict[str, Any]], bool] = lambda r: True) -> list[dict[str, Any]]:
-        return [self.summary[k] for k in self.summary_order if k[1] != "baseline" and keep(self.summary[k])]
-
-    @property
-    def agents(self) -> list[str]:
-        """The agents, in the order of the summary."""
-        return list(dict.fromkeys(a for a, _ in self.summary_order))
-
-    def agent_rows(self, agent: str) -> list[dict[str, Any]]:
-        """The agent's baseline row (when there is one) followed by its evaluations."""
-        base = self.baseline(agent)
-        return ([base] if base else []) + self.evaluations(lambda r: r["agent"] == agent)
-
-    def baseline(self, agent: str) -> dict[str, Any] | None:
-        return self.summary.get((agent, "baseline"))
+def _rate(rate: Any) -> str:
+    return fmt.number(rate, 3)
 
 
-def _identity(row: Mapping[str, Any]) -> dict[str, str]:
-    if row["configuration"] == "baseline":
-        return {
-            "agent": agent_label(row["agent"]),
-            "timing": "baseline",
-            "scope": "",
-            "granularity": "",
-            "amount": "",
-        }
-    return {
-        "agent": agent_label(row["agent"]),
-        "timing": policy_label(row["configuration"], row),
-        "scope": SCOPE_LABELS.get(row["scope"], row["scope"] or ""),
-        "granularity": row.get("granularity") or "",
-        "amount": amount_label(row.get("amount")),
-    }
+# the columns that say which configuration a row is
+AGENT = Column("agent", "Agent", data="agent", show=agent_label)
+SCOPE = Column("scope", "Scope", data="scope", show=lambda s: SCOPE_LABELS.get(s, s or ""))
+GRANULARITY = Column("granularity", "Granularity", data="granularity", show=lambda g: g or "")
+AMOUNT = Column("amount", "Amount %", data="amount", show=amount_label, align="r")
+IDENTITY = (
+    AGENT,
+    Column(data="configuration"),
+    Column("timing", "Timing", data="timing", cell=lambda r: policy_label(r["configuration"], r)),
+    SCOPE,
+    GRANULARITY,
+    AMOUNT,
+)
+SOLVED = Column("solved", "Solved", data="tasks_solved", show=fmt.count, align="r")
+DELTA_SOLVED = Estimate("delta", "Δ solved", "tasks_solved", data="delta_solved", ci=True, digits=1, signed=True)
+N_TASKS = Column(data="n_tasks")
 
 
-def _id_data(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: row.get(k) for k in _ID_COLUMNS}
-
-
-_ID_COLS = [
-    Column("agent", "Agent"),
-    Column("timing", "Timing"),
-    Column("scope", "Scope"),
-    Column("granularity", "Granularity"),
-    Column("amount", "Amount %", latex=r"Amount \%", align="r"),
-]
-
-
-class Holm:
-    """Collects the p-values of one table and adjusts them per family: with
-    ``statistics.holm_family: column`` each family is one ``unit`` (a column, or a comparison
-    kind within a column), with ``table`` the whole table."""
-
-    def __init__(self, table: str, settings: StatsSettings, unit: str = "column") -> None:
-        self.table = table
-        self.settings = settings
-        self.unit = unit
-        self._tests: list[tuple[str, float]] = []
-
-    def add(self, family: str, p: Any) -> int:
-        key = family if self.settings.holm_family == "column" else self.table
-        self._tests.append((key, float("nan") if fmt.is_missing(p) else float(p)))
-        return len(self._tests) - 1
-
-    def resolve(self) -> tuple[list[float], list[bool]]:
-        adjusted = [float("nan")] * len(self._tests)
-        for family in sorted({f for f, _ in self._tests}):
-            idx = [i for i, (f, _) in enumerate(self._tests) if f == family]
-            adj = holm_adjust(np.array([self._tests[i][1] for i in idx]))
-            for i, a in zip(idx, adj.tolist(), strict=True):
-                adjusted[i] = a
-        reject = [not np.isnan(a) and a < self.settings.alpha for a in adjusted]
-        return adjusted, reject
-
-    def sizes(self) -> dict[str, int]:
-        """Family → the number of tests it holds (tests without a p-value do not count)."""
-        out: dict[str, int] = {}
-        for family, p in self._tests:
-            out[family] = out.get(family, 0) + (0 if np.isnan(p) else 1)
-        return {f: n for f, n in sorted(out.items()) if n}
-
-    def note(self) -> str:
-        return holm_note(self.settings, self.sizes(), self.unit, fmt.RAW_MARK, fmt.HOLM_MARK)
+def by_timing(row: Row) -> str:
+    """Row groups of an agent's baseline and evaluations: one per timing (or policy)."""
+    return f"{row['agent']}/{row.get('timing') or row['configuration']}"
 
 
 def _notes(
@@ -232,130 +125,27 @@ def _notes(
     return notes
 
 
-class _Marked:
-    """Defers the marks of estimate cells until Holm has seen every test of the table."""
-
-    def __init__(self, table: Table, holm: Holm) -> None:
-        self.table = table
-        self.holm = holm
-        self.pending: list[tuple[int, str, str, int, bool | None]] = []
-
-    def cell(
-        self,
-        row_index: int,
-        key: str,
-        text: str,
-        family: str,
-        effect: Mapping[str, Any] | None,
-        data_prefix: str,
-    ) -> None:
-        data = self.table.data[row_index]
-        if effect is None:
-            self.table.rows[row_index][key] = fmt.NA
-            return
-        test = self.holm.add(family, effect.get("p_value"))
-        data[f"{data_prefix}"] = effect.get("estimate")
-        data[f"{data_prefix}_ci_low"] = effect.get("ci_low")
-        data[f"{data_prefix}_ci_high"] = effect.get("ci_high")
-        data[f"{data_prefix}_p"] = effect.get("p_value")
-        data[f"{data_prefix}_significant"] = effect.get("significant")
-        self.pending.append((row_index, key, text, test, effect.get("significant")))
-        self.table.rows[row_index][key] = text
-
-    def finish(self, prefixes: Mapping[str, str]) -> None:
-        adjusted, reject = self.holm.resolve()
-        for row_index, key, text, test, raw in self.pending:
-            holm_sig = bool(raw is True and reject[test])
-            self.table.rows[row_index][key] = text + fmt.marks(raw, holm_sig) if text != fmt.NA else text
-            prefix = prefixes[key]
-            self.table.data[row_index][f"{prefix}_p_holm"] = adjusted[test]
-            self.table.data[row_index][f"{prefix}_significant_holm"] = holm_sig if raw is not None else None
-
-
-def _metric_columns(prefix: str) -> list[str]:
-    return [
-        prefix,
-        f"{prefix}_ci_low",
-        f"{prefix}_ci_high",
-        f"{prefix}_p",
-        f"{prefix}_significant",
-        f"{prefix}_p_holm",
-        f"{prefix}_significant_holm",
-    ]
+TABLE1 = Spec(
+    "table1",
+    "Table I. Tasks solved and run length per evaluation, against each agent's baseline",
+    columns=(
+        *IDENTITY,
+        SOLVED,
+        Column(data="median_turns"),  # the CSV keeps it beside tasks_solved; shown after Δ solved
+        DELTA_SOLVED,
+        Column("turns", "Median turns", cell=lambda r: fmt.count(r["median_turns"]), align="r"),
+        Estimate("change", "Run length change", "turns", data="turns_ratio", ci=True, change=True),
+        Column("capped", "Capped", data="capped", show=fmt.count, align="r"),
+        Column("looping", "Looping", data="looping", show=fmt.count, align="r"),
+        Column("errors", "Eval errors", data="n_eval_errors", show=fmt.count, align="r"),
+        N_TASKS,
+    ),
+    group=by_timing,
+)
 
 
 def table1(st: StatsTables) -> Table:
-    ci, ci_tex = st.ci()
-    t = Table(
-        name="table1",
-        title="Table I. Tasks solved and run length per evaluation, against each agent's baseline",
-        columns=[
-            *_ID_COLS,
-            Column("solved", "Solved", align="r"),
-            Column("delta", f"Δ solved {ci}", latex=rf"$\Delta$ solved {ci_tex}", align="r"),
-            Column("turns", "Median turns", align="r"),
-            Column("change", f"Run length change {ci}", latex=f"Run length change {ci_tex}", align="r"),
-            Column("capped", "Capped", align="r"),
-            Column("looping", "Looping", align="r"),
-            Column("errors", "Eval errors", align="r"),
-        ],
-        data_columns=[
-            *_ID_COLUMNS,
-            "tasks_solved",
-            "median_turns",
-            *_metric_columns("delta_solved"),
-            *_metric_columns("turns_ratio"),
-            "capped",
-            "looping",
-            "n_eval_errors",
-            "n_tasks",
-        ],
-    )
-    holm = Holm("table1", st.settings)
-    marked = _Marked(t, holm)
-    for agent in st.agents:
-        for r in st.agent_rows(agent):
-            data = {
-                **_id_data(r),
-                "tasks_solved": r["tasks_solved"],
-                "median_turns": r["median_turns"],
-                "capped": r["capped"],
-                "looping": r["looping"],
-                "n_eval_errors": r["n_eval_errors"],
-                "n_tasks": r["n_tasks"],
-            }
-            display = {
-                **_identity(r),
-                "solved": fmt.count(r["tasks_solved"]),
-                "turns": fmt.count(r["median_turns"]),
-                "capped": fmt.count(r["capped"]),
-                "looping": fmt.count(r["looping"]),
-                "errors": fmt.count(r["n_eval_errors"]),
-            }
-            t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
-            i = len(t.rows) - 1
-            if r["configuration"] == "baseline":
-                t.rows[i]["delta"] = t.rows[i]["change"] = ""
-                continue
-            d = st.effects.get((agent, r["configuration"], "tasks_solved"))
-            marked.cell(
-                i,
-                "delta",
-                fmt.with_interval(d["estimate"], d["ci_low"], d["ci_high"], 1, signed=True) if d else fmt.NA,
-                "tasks_solved",
-                d,
-                "delta_solved",
-            )
-            q = st.effects.get((agent, r["configuration"], "turns"))
-            marked.cell(
-                i,
-                "change",
-                fmt.percent_change(q["estimate"], q["ci_low"], q["ci_high"]) if q else fmt.NA,
-                "turns",
-                q,
-                "turns_ratio",
-            )
-    marked.finish({"delta": "delta_solved", "change": "turns_ratio"})
+    t, holm = TABLE1.fill(st.with_baselines(), st.settings, st.effect)
     c = st.context
     cap = f" ({c.turn_cap} model calls)" if c.turn_cap is not None else ""
     on_error = {
@@ -391,38 +181,24 @@ def _baseline_solved_on_its_tasks(st: StatsTables, row: Mapping[str, Any]) -> st
     return f"the baseline solves {fmt.count(e['reference'])} of them"
 
 
-def _ratio_cell(e: Mapping[str, Any] | None) -> str:
-    return fmt.with_interval(e["estimate"], e["ci_low"], e["ci_high"], 2) if e else fmt.NA
+TABLE2 = Spec(
+    "table2",
+    "Table II. Estimated cost relative to the baseline, delayed deletion",
+    columns=(
+        *IDENTITY,
+        Estimate("flat", "Flat", "cost_flat", data="cost_flat_ratio", ci=True),
+        Estimate("cache", "Caching-aware", "cost_cache", data="cost_cache_ratio", ci=True),
+        Estimate("input", "Input tokens", "input_tokens", data="input_tokens_ratio"),
+        Estimate("output", "Output tokens", "output_tokens", data="output_tokens_ratio"),
+        Estimate("per_solved", "Cost per task solved", "cost_per_solved", data="cost_per_solved_ratio"),
+        N_TASKS,
+    ),
+    group=lambda r: f"{r['agent']}/{r.get('timing')}",
+)
 
 
-def _table2(st: StatsTables, name: str, title: str, keep: Callable[[dict[str, Any]], bool]) -> Table:
-    ci, ci_tex = st.ci()
-    metrics = [
-        ("flat", "cost_flat", f"Flat {ci}", f"Flat {ci_tex}"),
-        ("cache", "cost_cache", f"Caching-aware {ci}", f"Caching-aware {ci_tex}"),
-        ("input", "input_tokens", "Input tokens", None),
-        ("output", "output_tokens", "Output tokens", None),
-        ("per_solved", "cost_per_solved", "Cost per task solved", None),
-    ]
-    t = Table(
-        name=name,
-        title=title,
-        columns=[*_ID_COLS, *[Column(k, h, latex=lt, align="r") for k, _, h, lt in metrics]],
-        data_columns=[
-            *_ID_COLUMNS,
-            *[c for _, m, _, _ in metrics for c in _metric_columns(f"{m}_ratio")],
-            "n_tasks",
-        ],
-    )
-    holm = Holm(name, st.settings)
-    marked = _Marked(t, holm)
-    for r in st.evaluations(keep):
-        t.add(_identity(r), {**_id_data(r), "n_tasks": r["n_tasks"]}, group=f"{r['agent']}/{r.get('timing')}")
-        i = len(t.rows) - 1
-        for key, metric, _, _ in metrics:
-            e = st.effects.get((r["agent"], r["configuration"], metric))
-            marked.cell(i, key, _ratio_cell(e), metric, e, f"{metric}_ratio")
-    marked.finish({k: f"{m}_ratio" for k, m, _, _ in metrics})
+def _table2(st: StatsTables, spec: Spec, keep: Callable[[dict[str, Any]], bool]) -> Table:
+    t, holm = spec.fill(st.evaluations(keep), st.settings, st.effect)
     t.notes = _notes(
         st,
         holm,
@@ -437,93 +213,39 @@ def _table2(st: StatsTables, name: str, title: str, keep: Callable[[dict[str, An
 
 
 def table2(st: StatsTables) -> Table:
-    return _table2(
-        st,
-        "table2",
-        "Table II. Estimated cost relative to the baseline, delayed deletion",
-        lambda r: r.get("timing") != "immediate",
-    )
+    return _table2(st, TABLE2, lambda r: r.get("timing") != "immediate")
 
 
 def table2_immediate(st: StatsTables) -> Table:
-    return _table2(
-        st,
-        "table2_immediate",
-        "Table II (immediate). Estimated cost relative to the baseline, immediate deletion",
-        lambda r: r.get("timing") == "immediate",
+    spec = dataclasses.replace(
+        TABLE2,
+        name="table2_immediate",
+        title="Table II (immediate). Estimated cost relative to the baseline, immediate deletion",
     )
+    return _table2(st, spec, lambda r: r.get("timing") == "immediate")
+
+
+REFETCH = Spec(
+    "refetch",
+    "Re-fetching: re-fetch rate against the baseline, deleted vs kept outputs, re-fetch distance",
+    columns=(
+        *IDENTITY,
+        Column("rate", "Re-fetch rate", data="refetch_rate", show=_rate, align="r"),
+        Estimate("ratio", "Ratio", "refetch_rate", data="refetch_ratio", ci=True),
+        Column("deleted", "Deleted re-fetched", data="deleted_rate", show=_rate, align="r"),
+        Column("kept", "Kept re-fetched", data="kept_rate", show=_rate, align="r"),
+        # undefined where a configuration deletes no read output or keeps none
+        Estimate("dvk", "Deleted/kept", "deleted_vs_kept", data="deleted_vs_kept", ci=True, undefined_is_none=True),
+        Estimate("distance", "Distance", "refetch_distance", data="refetch_distance", ci=True, digits=1,
+                 tested=False, baseline="refetch_distance"),
+        N_TASKS,
+    ),
+    group=by_timing,
+)
 
 
 def refetch(st: StatsTables) -> Table:
-    ci, ci_tex = st.ci()
-    t = Table(
-        name="refetch",
-        title="Re-fetching: re-fetch rate against the baseline, deleted vs kept outputs, re-fetch distance",
-        columns=[
-            *_ID_COLS,
-            Column("rate", "Re-fetch rate", align="r"),
-            Column("ratio", f"Ratio {ci}", latex=f"Ratio {ci_tex}", align="r"),
-            Column("deleted", "Deleted re-fetched", align="r"),
-            Column("kept", "Kept re-fetched", align="r"),
-            Column("dvk", f"Deleted/kept {ci}", latex=f"Deleted/kept {ci_tex}", align="r"),
-            Column("distance", f"Distance {ci}", latex=f"Distance {ci_tex}", align="r"),
-        ],
-        data_columns=[
-            *_ID_COLUMNS,
-            "refetch_rate",
-            *_metric_columns("refetch_ratio"),
-            "deleted_rate",
-            "kept_rate",
-            *_metric_columns("deleted_vs_kept"),
-            "refetch_distance",
-            "refetch_distance_ci_low",
-            "refetch_distance_ci_high",
-            "n_tasks",
-        ],
-    )
-    holm = Holm("refetch", st.settings)
-    marked = _Marked(t, holm)
-    for agent in st.agents:
-        for r in st.agent_rows(agent):
-            data = {
-                **_id_data(r),
-                "refetch_rate": r["refetch_rate"],
-                "deleted_rate": r["deleted_rate"],
-                "kept_rate": r["kept_rate"],
-                "n_tasks": r["n_tasks"],
-            }
-            display = {
-                **_identity(r),
-                "rate": fmt.number(r["refetch_rate"], 3),
-                "deleted": fmt.number(r["deleted_rate"], 3),
-                "kept": fmt.number(r["kept_rate"], 3),
-            }
-            t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
-            i = len(t.rows) - 1
-            if r["configuration"] == "baseline":
-                t.rows[i]["ratio"] = t.rows[i]["dvk"] = ""
-                t.rows[i]["distance"] = fmt.number(r["refetch_distance"], 1)
-                t.data[i]["refetch_distance"] = r["refetch_distance"]
-                continue
-            e = st.effects.get((agent, r["configuration"], "refetch_rate"))
-            marked.cell(i, "ratio", _ratio_cell(e), "refetch_rate", e, "refetch_ratio")
-            dk = st.effects.get((agent, r["configuration"], "deleted_vs_kept"))
-            if dk is not None and fmt.is_missing(dk["estimate"]):
-                dk = None
-            marked.cell(i, "dvk", _ratio_cell(dk), "deleted_vs_kept", dk, "deleted_vs_kept")
-            dist = st.effects.get((agent, r["configuration"], "refetch_distance"))
-            if dist is not None:
-                t.rows[i]["distance"] = fmt.with_interval(
-                    dist["estimate"], dist["ci_low"], dist["ci_high"], 1
-                )
-                t.data[i].update(
-                    refetch_distance=dist["estimate"],
-                    refetch_distance_ci_low=dist["ci_low"],
-                    refetch_distance_ci_high=dist["ci_high"],
-                )
-            else:
-                t.rows[i]["distance"] = fmt.NA
-    marked.finish({"ratio": "refetch_ratio", "dvk": "deleted_vs_kept"})
+    t, holm = REFETCH.fill(st.with_baselines(), st.settings, st.effect)
     threshold = f"{st.context.refetch_threshold * 100:.10g}"
     t.notes = _notes(
         st,
@@ -540,63 +262,51 @@ def refetch(st: StatsTables) -> Table:
     return t
 
 
+#: the caching-aware cost's components: cell key, summary field, header
+_COST_PARTS = (
+    ("cached", "cost_cached", "Cached"),
+    ("new", "cost_new", "New"),
+    ("rebilled", "cost_rebilled", "Re-billed"),
+    ("write", "cost_cache_write", "Cache write"),
+    ("output", "cost_output", "Output"),
+)
+
+
+def _with_shares(row: Row, parts: Sequence[str]) -> dict[str, Any]:
+    """The summary row with its total cost (of ``parts``), its ratio to the baseline's cost on the
+    row's own tasks and each part's share of the total."""
+    comps = {c: row.get(c) for c in parts}
+    total = float("nan") if any(fmt.is_missing(v) for v in comps.values()) else float(sum(comps.values()))
+    shares = {
+        f"{c}_share": (float(v) / total if total else float("nan")) if not fmt.is_missing(v) else float("nan")
+        for c, v in comps.items()
+    }
+    base_total = row.get("baseline_cost")  # on the row's own tasks (summary_mask): one task set per row
+    ratio = total / float(base_total) if not fmt.is_missing(base_total) and base_total else float("nan")
+    return {**row, "cost_total": total, "ratio_to_baseline": ratio, **shares}
+
+
 def cost_breakdown(st: StatsTables) -> Table:
     with_write = any(
         not fmt.is_missing(r.get("cost_cache_write")) and r["cost_cache_write"] > 0
         for r in st.summary.values()
     )
-    parts = [
-        ("cached", "cost_cached", "Cached"),
-        ("new", "cost_new", "New"),
-        ("rebilled", "cost_rebilled", "Re-billed"),
-    ]
-    if with_write:
-        parts.append(("write", "cost_cache_write", "Cache write"))
-    parts.append(("output", "cost_output", "Output"))
-    t = Table(
-        name="cost_breakdown",
-        title="Cost breakdown under caching-aware pricing: share of each component, per configuration",
-        columns=[
-            *_ID_COLS,
-            Column("total", "Cost (USD)", align="r"),
-            Column("ratio", "× baseline", align="r"),
-            *[Column(k, f"{h} %", latex=rf"{h} \%", align="r") for k, _, h in parts],
-        ],
-        data_columns=[
-            *_ID_COLUMNS,
-            "pricing_profile",
-            "cost_total",
-            "ratio_to_baseline",
-            *[c for _, c, _ in parts],
-            *[f"{c}_share" for _, c, _ in parts],
-        ],
+    parts = [p for p in _COST_PARTS if with_write or p[0] != "write"]
+    spec = Spec(
+        "cost_breakdown",
+        "Cost breakdown under caching-aware pricing: share of each component, per configuration",
+        columns=(
+            *IDENTITY,
+            Column(data="pricing_profile"),
+            Column("total", "Cost (USD)", data="cost_total", show=fmt.number, align="r"),
+            Column("ratio", "× baseline", data="ratio_to_baseline", show=fmt.number, align="r"),
+            Column(data=tuple(c for _, c, _ in parts)),
+            *(Column(k, f"{h} %", data=f"{c}_share", show=_percent, align="r") for k, c, h in parts),
+        ),
+        group=by_timing,
     )
-    for agent in st.agents:
-        for r in st.agent_rows(agent):
-            comps = {c: r.get(c) for _, c, _ in parts}
-            total = float("nan") if any(fmt.is_missing(v) for v in comps.values()) else float(sum(comps.values()))
-            shares = {
-                c: (float(v) / total if total else float("nan")) if not fmt.is_missing(v) else float("nan")
-                for c, v in comps.items()
-            }
-            # the baseline's cost on the row's own tasks (summary_mask): one task set per row
-            base_total = r.get("baseline_cost")
-            ratio = total / float(base_total) if not fmt.is_missing(base_total) and base_total else float("nan")
-            data = {
-                **_id_data(r),
-                "pricing_profile": r.get("pricing_profile"),
-                "cost_total": total,
-                "ratio_to_baseline": ratio,
-                **comps,
-                **{f"{c}_share": s for c, s in shares.items()},
-            }
-            display = {
-                **_identity(r),
-                "total": fmt.number(total, 2),
-                "ratio": fmt.number(ratio, 2),
-                **{k: fmt.number(shares[c] * 100, 0) for k, c, _ in parts},
-            }
-            t.add(display, data, group=f"{agent}/{r.get('timing') or r['configuration']}")
+    fields = [c for _, c, _ in parts]
+    t, _ = spec.fill([_with_shares(r, fields) for r in st.with_baselines()], st.settings, st.effect)
     t.notes = _notes(
         st,
         None,
@@ -618,78 +328,44 @@ def cost_breakdown(st: StatsTables) -> Table:
     return t
 
 
+def _fixed(row: Row) -> str:
+    """What a comparison holds fixed: the granularity of a timing comparison, else the timing."""
+    return (row["granularity"] if row["comparison"] == "timing" else row["timing"]) or ""
+
+
+COMPARISONS = Spec(
+    "comparisons",
+    "Paired comparisons between configurations: delayed → immediate and turn → token",
+    columns=(
+        AGENT,
+        Column("comparison", "Comparison", data="comparison",
+               show=lambda kind: "delayed → immediate" if kind == "timing" else "turn → token"),
+        Column(data=("first", "second")),
+        SCOPE,
+        Column("fixed", "At", data=("granularity", "timing"), cell=_fixed),
+        AMOUNT,
+        Estimate("solved", "Δ solved", "tasks_solved", data="tasks_solved", digits=1, signed=True),
+        Estimate("turns", "Δ run length ratio", "turns", data="turns", signed=True),
+        Estimate("refetch", "Δ re-fetch ratio", "refetch_rate", data="refetch_rate", signed=True),
+        Estimate("flat", "Δ flat cost ratio", "cost_flat", data="cost_flat", signed=True),
+        Estimate("cache", "Δ caching-aware ratio", "cost_cache", data="cost_cache", signed=True),
+        N_TASKS,
+    ),
+    group=lambda r: f"{r['agent']}/{r['comparison']}",
+    family=lambda r, metric: f"{r['comparison']}/{metric}",
+    unit="comparison kind within a column",
+)
+
+
 def comparisons(st: StatsTables) -> Table:
-    metrics = [
-        ("solved", "tasks_solved", "Δ solved", r"$\Delta$ solved", 1, True),
-        ("turns", "turns", "Δ run length ratio", r"$\Delta$ run length ratio", 2, True),
-        ("refetch", "refetch_rate", "Δ re-fetch ratio", r"$\Delta$ re-fetch ratio", 2, True),
-        ("flat", "cost_flat", "Δ flat cost ratio", r"$\Delta$ flat cost ratio", 2, True),
-        ("cache", "cost_cache", "Δ caching-aware ratio", r"$\Delta$ caching-aware ratio", 2, True),
-    ]
-    t = Table(
-        name="comparisons",
-        title="Paired comparisons between configurations: delayed → immediate and turn → token",
-        columns=[
-            Column("agent", "Agent"),
-            Column("comparison", "Comparison"),
-            Column("scope", "Scope"),
-            Column("fixed", "At"),
-            Column("amount", "Amount %", latex=r"Amount \%", align="r"),
-            *[Column(k, h, latex=lt, align="r") for k, _, h, lt, _, _ in metrics],
-        ],
-        data_columns=[
-            "agent",
-            "comparison",
-            "first",
-            "second",
-            "scope",
-            "granularity",
-            "timing",
-            "amount",
-            *[c for _, m, _, _, _, _ in metrics for c in _metric_columns(m)],
-            "n_tasks",
-        ],
-    )
     by_pair: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
     for c in st.comparisons:
         by_pair.setdefault((c["agent"], c["first"], c["second"]), {})[c["metric"]] = c
-    holm = Holm("comparisons", st.settings, unit="comparison kind within a column")
-    marked = _Marked(t, holm)
-    for (agent, first, second), cells in by_pair.items():
-        any_row = next(iter(cells.values()))
-        kind = any_row["comparison"]
-        fixed = any_row["granularity"] if kind == "timing" else any_row["timing"]
-        label = "delayed → immediate" if kind == "timing" else "turn → token"
-        display = {
-            "agent": agent_label(agent),
-            "comparison": label,
-            "scope": SCOPE_LABELS.get(any_row["scope"], any_row["scope"] or ""),
-            "fixed": fixed or "",
-            "amount": amount_label(any_row["amount"]),
-        }
-        data = {
-            "agent": agent,
-            "comparison": kind,
-            "first": first,
-            "second": second,
-            "scope": any_row["scope"],
-            "granularity": any_row["granularity"],
-            "timing": any_row["timing"],
-            "amount": any_row["amount"],
-            "n_tasks": any_row["n_tasks"],
-        }
-        t.add(display, data, group=f"{agent}/{kind}")
-        i = len(t.rows) - 1
-        for key, metric, _, _, digits, signed in metrics:
-            c = cells.get(metric)
-            text = (
-                fmt.with_interval(c["estimate"], c["ci_low"], c["ci_high"], digits, signed=signed)
-                if c
-                else fmt.NA
-            )
-            marked.cell(i, key, text, f"{kind}/{metric}", c, metric)
-    prefixes = {k: m for k, m, _, _, _, _ in metrics}
-    marked.finish(prefixes)
+    # a row per pair, its identity from any of the pair's metrics
+    rows = [next(iter(cells.values())) for cells in by_pair.values()]
+    t, holm = COMPARISONS.fill(
+        rows, st.settings, lambda r, metric: by_pair[(r["agent"], r["first"], r["second"])].get(metric)
+    )
     short = sorted(
         {f"{r['agent']}: {r['first']} → {r['second']} ({int(r['n_tasks'])} tasks)"
          for r in st.comparisons if int(r["n_tasks"]) < st.n_tasks}
@@ -712,112 +388,52 @@ def _is_policy(row: Mapping[str, Any]) -> bool:
     return row["configuration"] != "baseline" and row["configuration"] not in PAPER_NAMES
 
 
+def _rebilled_share(row: Row) -> float:
+    """The share of the caching-aware cost paid for content re-billed after a broken prefix."""
+    total = sum(
+        float(row.get(c) or 0) for c in ("cost_cached", "cost_new", "cost_rebilled", "cost_cache_write")
+    ) + float(row.get("cost_output") or 0)
+    rebilled = row.get("cost_rebilled")
+    return float(rebilled) / total if total and not fmt.is_missing(rebilled) else float("nan")
+
+
+POLICIES = Spec(
+    "policies_comparison",
+    "Policies beyond the paper against the paper's delayed deletion: tasks solved and cost relative to the "
+    "baseline",
+    columns=(
+        AGENT,
+        Column("configuration", "Configuration", data="configuration"),
+        Column(data="kind"),
+        Column("policy", "Policy", data=("policy", "timing", "keep_last"),
+               cell=lambda r: policy_label(r["configuration"], r)),
+        SCOPE,
+        GRANULARITY,
+        AMOUNT,
+        SOLVED,
+        DELTA_SOLVED,
+        Estimate("cache", "Caching-aware cost", "cost_cache", data="cost_cache_ratio", ci=True),
+        Estimate("flat", "Flat cost", "cost_flat", data="cost_flat_ratio", ci=True),
+        Column("rebilled", "Re-billed %", data="rebilled_share", show=_percent, align="r"),
+        N_TASKS,
+    ),
+    group=lambda r: f"{r['agent']}/{r['kind']}",
+)
+
+
 def policies_comparison(st: StatsTables) -> Table:
     """The paper's delayed configurations against the policies beyond the paper, per agent:
     tasks solved and caching-aware cost against the baseline."""
-    ci, ci_tex = st.ci()
-    metrics = [
-        ("cache", "cost_cache", f"Caching-aware cost {ci}", f"Caching-aware cost {ci_tex}"),
-        ("flat", "cost_flat", f"Flat cost {ci}", f"Flat cost {ci_tex}"),
-    ]
-    t = Table(
-        name="policies_comparison",
-        title="Policies beyond the paper against the paper's delayed deletion: tasks solved and cost "
-        "relative to the baseline",
-        columns=[
-            Column("agent", "Agent"),
-            Column("configuration", "Configuration"),
-            Column("policy", "Policy"),
-            Column("scope", "Scope"),
-            Column("granularity", "Granularity"),
-            Column("amount", "Amount %", latex=r"Amount \%", align="r"),
-            Column("solved", "Solved", align="r"),
-            Column("delta", f"Δ solved {ci}", latex=rf"$\Delta$ solved {ci_tex}", align="r"),
-            *[Column(k, h, latex=lt, align="r") for k, _, h, lt in metrics],
-            Column("rebilled", "Re-billed %", latex=r"Re-billed \%", align="r"),
-        ],
-        data_columns=[
-            "agent",
-            "configuration",
-            "kind",
-            "policy",
-            "timing",
-            "keep_last",
-            "scope",
-            "granularity",
-            "amount",
-            "tasks_solved",
-            *_metric_columns("delta_solved"),
-            *[c for _, m, _, _ in metrics for c in _metric_columns(f"{m}_ratio")],
-            "rebilled_share",
-            "n_tasks",
-        ],
-    )
-    holm = Holm("policies_comparison", st.settings)
-    marked = _Marked(t, holm)
-    n_policies = 0
+    rows = []
     for agent in st.agents:
         base = st.baseline(agent)
         paper = st.evaluations(
-            lambda r, a=agent: r["agent"] == a
-            and r["configuration"] in PAPER_NAMES
-            and r.get("timing") == "delayed"
+            lambda r, a=agent: r["agent"] == a and r["configuration"] in PAPER_NAMES and r.get("timing") == "delayed"
         )
         beyond = st.evaluations(lambda r, a=agent: r["agent"] == a and _is_policy(r))
-        n_policies += len(beyond)
-        for kind, rows in (("baseline", [base] if base else []), ("paper", paper), ("policy", beyond)):
-            for r in rows:
-                total = sum(
-                    float(r.get(c) or 0) for c in ("cost_cached", "cost_new", "cost_rebilled", "cost_cache_write")
-                ) + float(r.get("cost_output") or 0)
-                rebilled = (
-                    float(r["cost_rebilled"]) / total
-                    if total and not fmt.is_missing(r.get("cost_rebilled"))
-                    else float("nan")
-                )
-                ident = _identity(r)
-                display = {
-                    "agent": ident["agent"],
-                    "configuration": r["configuration"],
-                    "policy": ident["timing"],
-                    "scope": ident["scope"],
-                    "granularity": ident["granularity"],
-                    "amount": ident["amount"],
-                    "solved": fmt.count(r["tasks_solved"]),
-                    "rebilled": fmt.number(rebilled * 100, 0),
-                }
-                data = {
-                    "agent": r["agent"],
-                    "configuration": r["configuration"],
-                    "kind": kind,
-                    "policy": r.get("policy"),
-                    "timing": r.get("timing"),
-                    "keep_last": r.get("keep_last"),
-                    "scope": r.get("scope"),
-                    "granularity": r.get("granularity"),
-                    "amount": r.get("amount"),
-                    "tasks_solved": r["tasks_solved"],
-                    "rebilled_share": rebilled,
-                    "n_tasks": r["n_tasks"],
-                }
-                t.add(display, data, group=f"{agent}/{kind}")
-                i = len(t.rows) - 1
-                if kind == "baseline":
-                    t.rows[i]["delta"] = t.rows[i]["cache"] = t.rows[i]["flat"] = ""
-                    continue
-                d = st.effects.get((agent, r["configuration"], "tasks_solved"))
-                marked.cell(
-                    i,
-                    "delta",
-                    fmt.with_interval(d["estimate"], d["ci_low"], d["ci_high"], 1, signed=True) if d else fmt.NA,
-                    "tasks_solved",
-                    d,
-                    "delta_solved",
-                )
-                for key, metric, _, _ in metrics:
-                    e = st.effects.get((agent, r["configuration"], metric))
-                    marked.cell(i, key, _ratio_cell(e), metric, e, f"{metric}_ratio")
-    marked.finish({"delta": "delta_solved", **{k: f"{m}_ratio" for k, m, _, _ in metrics}})
+        for kind, listed in (("baseline", [base] if base else []), ("paper", paper), ("policy", beyond)):
+            rows += [{**r, "kind": kind, "rebilled_share": _rebilled_share(r)} for r in listed]
+    t, holm = POLICIES.fill(rows, st.settings, st.effect)
     extra = [
         "Rows: each agent's baseline, the paper's delayed configurations of this study, then every "
         "configuration beyond the paper's 42 (config/README.md, policies beyond the paper). "
@@ -827,7 +443,7 @@ def policies_comparison(st: StatsTables) -> Table:
         "Re-billed: share of the caching-aware cost (summed over tasks) paid for content sent before "
         "whose cached prefix a rewrite broke.",
     ]
-    if not n_policies:
+    if not any(r["kind"] == "policy" for r in rows):
         extra.append("This study has no configuration beyond the paper's 42.")
     t.notes = _notes(st, holm, extra)
     return t

@@ -1,8 +1,9 @@
 """One table, four renderings: CSV (numbers), Markdown, LaTeX and HTML (formatted for reading).
 
-A :class:`Table` carries display rows (strings per column, for Markdown and LaTeX) and data
-rows (raw values, for CSV), a title, notes and row groups (a rule between groups). The
-writers are pure functions of the table, so equal tables give equal bytes.
+A :class:`Table` carries display rows (strings per column, for Markdown, LaTeX and HTML) and data
+rows (raw values, for CSV), a title, notes and row groups (a rule between groups); the
+declarations of :mod:`forgetting.tables.columns` make both. The writers are pure functions of
+the table, so equal tables give equal bytes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from forgetting.tables.format import csv_cell
 
 
 @dataclass(frozen=True)
-class Column:
+class Heading:
+    """What the renderings show at the top of a column (``key``: the column's cell in each row)."""
+
     key: str
     header: str  # Markdown / plain text
     latex: str | None = None  # LaTeX header (already escaped); default: escaped ``header``
@@ -32,7 +35,7 @@ class Column:
 class Table:
     name: str
     title: str
-    columns: list[Column]
+    columns: list[Heading]
     rows: list[dict[str, str]] = field(default_factory=list)
     group_of: list[str] = field(default_factory=list)  # a group label per row; a rule between groups
     data_columns: list[str] = field(default_factory=list)

@@ -1,0 +1,113 @@
+"""Tables from declarations (issue 16, item 4): one column spec yields both the display view
+(Markdown, LaTeX, HTML) and the data view (CSV), and the tables the pipeline writes are such specs."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from test_stats_hand import runs_table, tool_calls_table
+
+from forgetting.stats.run import compute_statistics
+from forgetting.stats.settings import StatsSettings
+from forgetting.tables import format as fmt
+from forgetting.tables.build import BUILDERS, StatsTables
+from forgetting.tables.columns import Column, Estimate, Spec
+from forgetting.tables.writers import to_csv, to_latex, to_markdown
+
+SETTINGS = StatsSettings(resamples=200, seed=1, confidence=0.9)
+SPEC = Spec(
+    "demo_spec",
+    "A declared table",
+    columns=(
+        Column("name", "Name", data="configuration", show=str.upper),
+        Column(data="n_tasks"),  # written, not shown
+        Column("runs", "Runs", cell=lambda r: f"{r['n_runs']} runs", align="r"),  # shown, not written
+        Estimate("cost", "Cost", "cost", data="cost_ratio", ci=True),
+        Estimate("gap", "Gap", "gap", data="gap", digits=1, signed=True, tested=False, baseline="gap_own"),
+    ),
+    group=lambda r: "baseline" if r["configuration"] == "baseline" else "evaluations",
+)
+ROWS = [
+    {"configuration": "baseline", "n_tasks": 4, "n_runs": 8, "gap_own": 1.25},
+    {"configuration": "a", "n_tasks": 4, "n_runs": 4},
+    {"configuration": "b", "n_tasks": 3, "n_runs": 3},
+    {"configuration": "c", "n_tasks": 4, "n_runs": 4},
+]
+
+
+def _effect(estimate: float, p: float, significant: bool) -> dict:
+    return {"estimate": estimate, "ci_low": estimate - 0.1, "ci_high": estimate + 0.1,
+            "p_value": p, "significant": significant}
+
+
+EFFECTS = {
+    ("a", "cost"): _effect(0.5, 0.01, True),
+    ("b", "cost"): _effect(0.9, 0.04, True),
+    ("a", "gap"): _effect(-2.0, 0.3, False),
+    # c has no effects at all
+}
+
+
+def _fill():
+    return SPEC.fill(ROWS, SETTINGS, lambda r, metric: EFFECTS.get((r["configuration"], metric)))
+
+
+def _csv(table) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(to_csv(table))))
+
+
+def test_one_declaration_yields_the_shown_and_the_written_columns_in_its_order():
+    t, _ = _fill()
+    assert [h.header for h in t.columns] == ["Name", "Runs", "Cost [90 % CI]", "Gap"]
+    assert r"Cost [90\,\% CI]" in to_latex(t)
+    assert to_markdown(t).splitlines()[2] == "| Name | Runs | Cost [90 % CI] | Gap |"
+    assert to_csv(t).splitlines()[0] == ",".join([
+        "configuration", "n_tasks",
+        "cost_ratio", "cost_ratio_ci_low", "cost_ratio_ci_high", "cost_ratio_p", "cost_ratio_significant",
+        "cost_ratio_p_holm", "cost_ratio_significant_holm",
+        "gap", "gap_ci_low", "gap_ci_high",
+    ])
+    assert [(r["name"], r["runs"]) for r in t.rows][:2] == [("BASELINE", "8 runs"), ("A", "4 runs")]
+    assert [r["n_tasks"] for r in _csv(t)] == ["4", "4", "3", "4"]
+    assert t.group_of == ["baseline", "evaluations", "evaluations", "evaluations"]
+
+
+def test_estimates_carry_marks_after_holm_and_both_p_values():
+    t, holm = _fill()
+    # one family of two tests: 0.01·2 = 0.02 < 0.05 keeps †, max(0.04·1, 0.02) = 0.04 keeps † too
+    assert [r["cost"] for r in t.rows] == ["", "0.50 [0.40, 0.60]*†", "0.90 [0.80, 1.00]*†", fmt.NA]
+    data = _csv(t)
+    assert [float(r["cost_ratio_p_holm"]) for r in data[1:3]] == pytest.approx([0.02, 0.04])
+    assert [r["cost_ratio_significant_holm"] for r in data] == ["", "true", "true", ""]
+    assert holm is not None and holm.sizes() == {"cost": 2}
+    # an untested estimate: no marks, no p-values; a baseline shows its own field
+    assert [r["gap"] for r in t.rows] == ["+1.2", "-2.0 [-2.1, -1.9]", fmt.NA, fmt.NA]
+    assert [r["gap"] for r in data] == ["1.25", "-2", "", ""]
+
+
+def test_an_undefined_estimate_can_count_as_none():
+    spec = Spec("t", "t", (Estimate("e", "E", "m", data="e", undefined_is_none=True),), group=lambda r: "")
+    t, holm = spec.fill([{"configuration": "a"}], SETTINGS, lambda r, m: _effect(float("nan"), 0.5, False))
+    assert t.rows == [{"e": fmt.NA}] and _csv(t)[0]["e_p"] == "" and holm.sizes() == {}
+    kept = Spec("t", "t", (Estimate("e", "E", "m", data="e"),), group=lambda r: "")
+    t, holm = kept.fill([{"configuration": "a"}], SETTINGS, lambda r, m: _effect(float("nan"), 0.5, False))
+    assert t.rows == [{"e": fmt.NA}] and _csv(t)[0]["e_significant"] == "false" and holm.sizes() == {"m": 1}
+
+
+def test_a_table_without_tests_has_no_holm_families():
+    spec = Spec("t", "t", (Column("n", "N", data="n_tasks"),), group=lambda r: "")
+    assert spec.fill(ROWS, SETTINGS, lambda r, m: None)[1] is None
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_every_table_shows_each_heading_and_writes_each_column_once(name):
+    settings = StatsSettings(resamples=200, seed=1)
+    out = compute_statistics(runs_table(), tool_calls_table(), None, settings, task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], settings)
+    t = BUILDERS[name](st)
+    header = to_csv(t).splitlines()[0].split(",")
+    assert len(header) == len(set(header)) and len({h.key for h in t.columns}) == len(t.columns)
+    assert t.rows and all(list(r) == [h.key for h in t.columns] for r in t.rows)
+    assert all(len(r) == len(header) for r in csv.reader(io.StringIO(to_csv(t))))
