@@ -1,7 +1,7 @@
 """Labels, re-fetches, deletions, looping and capped on hand-built trajectories.
 
 Every expected value is worked out by hand in the comments from the file contents in
-``behaviour_trajectories`` (a.py: 4 distinct lines, b.py: 3, c.py: 5 of which 4 seen,
+``forgetting_testkit.trajectories`` (a.py: 4 distinct lines, b.py: 3, c.py: 5 of which 4 seen,
 d.py: 5 of which 3 seen).
 """
 
@@ -10,7 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from behaviour_trajectories import (
+
+from forgetting.behaviour import label_run, load_trajectory
+from forgetting.behaviour.refetch import distinct_lines
+from forgetting.errors import RunOutputError, UserError
+from forgetting.schemas import RUNS_SCHEMA, TOOL_CALLS_SCHEMA
+from forgetting_testkit.trajectories import (
     A_PY,
     deletion,
     text_observation,
@@ -20,11 +25,6 @@ from behaviour_trajectories import (
     write_call_log,
     write_json,
 )
-
-from forgetting.behaviour import label_run, load_trajectory
-from forgetting.behaviour.refetch import distinct_lines
-from forgetting.errors import RunOutputError, UserError
-from forgetting.schemas import RUNS_SCHEMA, TOOL_CALLS_SCHEMA
 
 
 def rows(result) -> list[dict]:

@@ -8,10 +8,10 @@ import re
 
 import pytest
 import yaml
-from dryrun import CI_PROFILE, PROFILE, by_rule, dry_run, dry_run_text, small_study, study_config
 
-from conftest import ROOT
-from forgetting.submissions import local_rules, parse_dry_run, submissions_of, workflow_files
+from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.dryrun import CI_PROFILE, PROFILE, by_rule, dry_run, dry_run_text, small_study, study_config
+from forgetting_testkit.submissions import local_rules, parse_dry_run, submissions_of, workflow_files
 
 SLURM = yaml.safe_load((PROFILE / "config.yaml").read_text())
 CI = yaml.safe_load((CI_PROFILE / "config.yaml").read_text())

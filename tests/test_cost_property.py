@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forgetting.cost.accounting import account, split
-from forgetting.cost.naive import naive_account
 from forgetting.cost.pricing import PricingProfile
 from forgetting.cost.prompts import BlockStore, CallPrompt, RunPrompts
+from forgetting_testkit.naive_cost import naive_account
 
 # tiny alphabet and short blocks: many blocks share heads, some are prefixes of others
 block = st.lists(st.integers(1, 4), min_size=0, max_size=6)

@@ -9,9 +9,9 @@ import pytest
 
 from forgetting import chat_format
 from forgetting.cost import cost_run, load_profiles, load_run
-from forgetting.cost.naive import naive_prefixes
 from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.errors import RunOutputError
+from forgetting_testkit.naive_cost import naive_prefixes
 
 GEN = [151644, 77091, 198]  # <|im_start|>assistant\n
 SYS, USER = list(range(100, 120)), list(range(200, 210))  # 20 and 10 tokens

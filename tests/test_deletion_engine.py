@@ -7,7 +7,17 @@ import copy
 import hashlib
 
 import pytest
-from agent_histories import (
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forgetting import tokenizer
+from forgetting.deletion import DEFAULT_PLACEHOLDERS, DeletionSettings, Reducer, reduce_history
+from forgetting.deletion.parts import decompose
+from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
+from forgetting.deletion.random_policy import turn_selected
+from forgetting.grid import PAPER_CONFIGURATIONS, SCOPE_PARTS, Deletion, paper_configuration
+from forgetting.messages import actions, segment
+from forgetting_testkit.histories import (
     SYSTEM,
     TASK,
     TEXT_ACTIONS,
@@ -20,16 +30,6 @@ from agent_histories import (
     realistic,
     request_history,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from forgetting import tokenizer
-from forgetting.deletion import DEFAULT_PLACEHOLDERS, DeletionSettings, Reducer, reduce_history
-from forgetting.deletion.parts import decompose
-from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
-from forgetting.deletion.random_policy import turn_selected
-from forgetting.grid import PAPER_CONFIGURATIONS, SCOPE_PARTS, Deletion, paper_configuration
-from forgetting.messages import actions, segment
 
 SYSTEM_TASK = (SYSTEM, TASK)
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

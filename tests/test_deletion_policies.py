@@ -8,17 +8,6 @@ import copy
 import itertools
 
 import pytest
-from agent_histories import (
-    ACTIONS,
-    action_spans,
-    actions_of,
-    build,
-    histories,
-    messages_of_turn,
-    observation,
-    realistic,
-    request_history,
-)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +21,17 @@ from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
 from forgetting.messages import Action, actions, segment
 from forgetting.policies import build_policies
+from forgetting_testkit.histories import (
+    ACTIONS,
+    action_spans,
+    actions_of,
+    build,
+    histories,
+    messages_of_turn,
+    observation,
+    realistic,
+    request_history,
+)
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 seeds = st.integers(0, 2**63 - 1)
@@ -444,11 +444,11 @@ def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
 
 @pytest.mark.parametrize("style", ["tool_calls", "text"])
 def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
-    from fakes.fake_openai_upstream import FakeUpstream
     from test_proxy import FAST, drive
 
     from forgetting.calllog import read_call_log
     from forgetting.proxy import start_proxy
+    from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 
     for name in ("mask2", "batch2-delayed-turn-tool_output-100", "reuse2-immediate", "gate-immediate-turn-both-100"):
         d, log_dir = parse_configuration_name(name, "test"), tmp_path / name

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +23,7 @@ from forgetting.deletion import DEFAULT_PLACEHOLDERS, PartDeletion, Reducer
 from forgetting.deletion.policy import PolicyContext
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.messages import segment
+from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 
 CONTEXT = PolicyContext(turn_cap=12)
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters

@@ -7,12 +7,12 @@ import subprocess
 
 import pyarrow.parquet as pq
 import pytest
-from runner_support import write_study
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.config import load_study
 from forgetting.demo_tasks import demo_task_ids
 from forgetting.layout import Layout
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.runner import write_study
 
 
 @pytest.mark.slow

@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_support import write_study
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.config import load_study
 from forgetting.layout import RUN_JSON, Layout
 from forgetting.plan import plan_runs
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.runner import write_study
 
 TASKS = ["demo__confkit-1", "demo__timekit-2"]
 CONFIGURATIONS = ["delayed-token-tool_output-50", "immediate-turn-both-100"]

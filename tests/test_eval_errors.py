@@ -5,7 +5,7 @@ decides what the statistics make of them: ``fail`` stops before the statistics n
 runs, the instances and the one command that redoes just their evaluation; ``exclude`` drops
 the task from both sides of that evaluation's comparisons; ``unresolved`` counts it as not
 solved. Table I shows each row's count and the footnote what was done. Hand cases on the
-datasets of tests/test_stats_hand.py; the end-to-end case on a synthetic study of the demo
+datasets of forgetting_testkit.hand_study; the end-to-end case on a synthetic study of the demo
 tasks in the real on-disk format, evaluated for real by the local backend.
 """
 
@@ -20,14 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import evaltask
 import pytest
 import yaml
-from dryrun import parse_jobs
-from test_evaluation_batch import make_run, study_file  # noqa: F401  (study_file is a fixture)
-from test_stats_hand import DELAYED, IMMEDIATE, runs_table, tool_calls_table
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.analysis import analyze_batch
 from forgetting.atomic import write_json
 from forgetting.collect import collect
@@ -48,8 +43,13 @@ from forgetting.layout import Layout
 from forgetting.plan import plan_batches, run_id
 from forgetting.stats.run import compute_statistics
 from forgetting.stats.settings import StatsSettings
-from forgetting.synth import synthesize
 from forgetting.tables.build import StatsTables, table1
+from forgetting_testkit import evaltask
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.dryrun import parse_jobs
+from forgetting_testkit.evaltask import make_run
+from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, runs_table, tool_calls_table
+from forgetting_testkit.synth import synthesize
 
 TASKS = ["A", "B", "C", "D"]
 ERRORED = run_id("mini", DELAYED, "A", 1)  # resolved in the hand data
@@ -85,7 +85,7 @@ def test_timeout_and_error_are_evaluation_errors_and_never_kept_as_current():
         assert is_current(report, patch=patch, backend="local") == (status in OUTCOMES), status
 
 
-def test_a_timeout_is_evaluated_again_and_only_names_it_touches(study_file, tmp_path):  # noqa: F811
+def test_a_timeout_is_evaluated_again_and_only_names_it_touches(study_file, tmp_path):
     study = load_study(study_file)
     (batch,) = plan_batches(study)
     runs = batch.runs

@@ -1,6 +1,6 @@
 """The apptainer backend. The binary is not on these machines: the exact commands are
 asserted, run.sh runs for real under bash, and the backend as a whole runs against a test
-double of the binary (tests/fake_apptainer.py) that executes the container's command on the
+double of the binary (forgetting_testkit/fakes/apptainer.py) that executes the container's command on the
 host. Running the real ``apptainer exec`` in a SWE-bench image is left to the cluster."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import evaltask
 import pytest
 from swebench.image_builder.image_spec import ImageSpec
 
@@ -29,8 +28,9 @@ from forgetting.evaluation.apptainer import (
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.scripts import apply_and_eval_script
 from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
+from forgetting_testkit import evaltask, fakes
 
-FAKE = Path(__file__).resolve().parent / "fake_apptainer.py"
+FAKE = fakes.APPTAINER
 
 
 def test_image_names_follow_the_harness():

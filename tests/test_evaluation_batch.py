@@ -9,56 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-import evaltask
 import pytest
 import yaml
 
-from conftest import ROOT, cli_env
 from forgetting import cli
 from forgetting.config import load_study
 from forgetting.errors import ConfigError, ResourceError
 from forgetting.evaluation import evaluate_batch, load_instances, read_report
 from forgetting.evaluation.report import EvalReport, write_report
-from forgetting.layout import Layout
 from forgetting.plan import plan_batches
-
-
-@pytest.fixture
-def study_file(tmp_path, monkeypatch):
-    """A demo-kind study of the fixture task: 5 baseline runs of one agent, local backend."""
-    row = evaltask.instance(tmp_path)
-    row["environment_setup_commit"] = row["base_commit"]  # the demo-task schema requires a commit hash
-    tasks = tmp_path / "tasks"
-    (tasks / row["instance_id"]).mkdir(parents=True)
-    (tasks / row["instance_id"] / "instance.json").write_text(json.dumps(row))
-    config = {
-        "study": {"name": "t", "seed": 1, "results_dir": str(tmp_path / "results")},
-        "agents": ["mini"],
-        "tasks": {"ids": [row["instance_id"]]},
-        "dataset": {"kind": "demo", "instances": str(tasks)},
-        "repeats": {"baseline": 5},
-        "configurations": {"names": "none"},
-        "model": {"backend": "scripted", "name": "scripted"},
-        "evaluation": {"backend": "local", "timeout_s": 60},
-    }
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(config))
-    # the demo tasks' checkout, pointed at the fixture task (one line in forgetting.evaluation.local)
-    monkeypatch.setattr(
-        "forgetting.evaluation.local.checkout_demo_task",
-        lambda tasks_dir, iid, dest: evaltask.build_repo(dest),
-    )
-    return path
-
-
-def make_run(study, run, patch: str | None, finished: bool = True) -> Path:
-    run_dir = Layout(study.results_dir).run_dir(run.run_id)
-    run_dir.mkdir(parents=True)
-    if patch is not None:
-        (run_dir / "patch.diff").write_text(patch)
-    if finished:
-        (run_dir / "run.json").write_text(json.dumps({"run_id": run.run_id}))
-    return run_dir
+from forgetting_testkit import evaltask
+from forgetting_testkit.checkout import ROOT, cli_env
+from forgetting_testkit.evaltask import make_run
 
 
 def mtimes(dirs):

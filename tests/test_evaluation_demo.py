@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ROOT
 from forgetting import demo_tasks
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.local import LocalBackend, demo_checkout
 from forgetting.evaluation.settings import EvalSettings
+from forgetting_testkit.checkout import ROOT
 
 TASKS = ROOT / "resources" / "demo" / "tasks"
 IDS = demo_tasks.demo_task_ids(TASKS) if TASKS.is_dir() else []

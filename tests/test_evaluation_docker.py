@@ -8,7 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-import evaltask
 import pytest
 from swebench.harness.grading import get_eval_report
 
@@ -25,6 +24,7 @@ from forgetting.evaluation.docker_harness import (
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.grading import spec_for
 from forgetting.evaluation.settings import DockerSettings, EvalSettings
+from forgetting_testkit import evaltask
 
 RUN_ID = "mini/baseline/demo__calc-1/1"
 

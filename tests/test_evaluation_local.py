@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 
-import evaltask
 import pytest
 
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.local import LocalBackend, with_report_flag
 from forgetting.evaluation.settings import EvalSettings
+from forgetting_testkit import evaltask
 
 F2P = ["tests/test_calc.py::test_mean_fraction", "tests/test_rounding.py::test_mean_negative"]
 P2P = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_mean_of_equal_values"]

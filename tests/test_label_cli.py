@@ -9,7 +9,10 @@ import os
 from pathlib import Path
 
 import pytest
-from behaviour_trajectories import (
+
+from forgetting.behaviour import label_run
+from forgetting.schemas import TOOL_CALLS_SCHEMA, read_dataset
+from forgetting_testkit.trajectories import (
     A_PY,
     B_PY,
     deletion,
@@ -19,9 +22,6 @@ from behaviour_trajectories import (
     write_call_log,
     write_json,
 )
-
-from forgetting.behaviour import label_run
-from forgetting.schemas import TOOL_CALLS_SCHEMA, read_dataset
 
 
 def test_label_toolcall_traj_to_parquet(tmp_path: Path, run_cli) -> None:

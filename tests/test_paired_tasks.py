@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from test_stats_hand import DELAYED, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 from forgetting.plan import run_id
 from forgetting.schemas import RUN_COSTS_SCHEMA
 from forgetting.stats.run import compute_statistics
 from forgetting.stats.settings import StatsSettings
 from forgetting.tables.build import StatsTables, cost_breakdown, table1
+from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 TASKS = ["A", "B", "C", "D"]
 SETTINGS = StatsSettings(resamples=300, seed=3, missing_runs="mark")

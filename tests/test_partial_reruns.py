@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 
 import pytest
-from dryrun import by_rule, dry_run, small_study
 
 from forgetting.config import study_from_mapping
 from forgetting.plan import plan_batches
+from forgetting_testkit.dryrun import by_rule, dry_run, small_study
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = "delayed-turn-tool_output-50"

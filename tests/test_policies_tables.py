@@ -1,5 +1,5 @@
 """Policies beyond the paper in the statistics, tables, figures and ``report --print``, on a small
-synthetic study (forgetting.stats.synthetic) that mixes them with the paper's configurations."""
+synthetic study (forgetting_testkit.effects) that mixes them with the paper's configurations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import csv
 import io
 
 import pytest
-from stats_study import make_study
 
 from forgetting.collect import collect
 from forgetting.figures import FIGURES, write_figures
@@ -18,6 +17,7 @@ from forgetting.stats.schemas import STATS
 from forgetting.tables import load_stats_tables, render_table, write_tables
 from forgetting.tables.build import BUILDERS, policies_comparison
 from forgetting.tables.writers import to_csv
+from forgetting_testkit.stats_study import make_study
 
 PAPER = ["delayed-turn-tool_output-50", "delayed-token-tool_output-50", "immediate-turn-tool_output-50"]
 BEYOND = [

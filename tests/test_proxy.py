@@ -1,5 +1,5 @@
 """The deletion proxy end to end, against an in-process test double of the model server
-(``fakes/fake_openai_upstream.py``), for both message styles."""
+(``forgetting_testkit/fakes/openai_upstream.py``), for both message styles."""
 
 from __future__ import annotations
 
@@ -13,10 +13,7 @@ import sys
 from typing import Any
 
 import pytest
-from agent_histories import ACTIONS, SYSTEM, TASK
-from fakes.fake_openai_upstream import FakeUpstream
 
-from conftest import cli_env
 from forgetting import chat_format
 from forgetting.calllog import read_call_log
 from forgetting.deletion import reduce_history
@@ -24,6 +21,9 @@ from forgetting.errors import RunOutputError
 from forgetting.grid import paper_configuration
 from forgetting.proxy import ProxySettings, start_proxy
 from forgetting.proxy.upstream import Upstream
+from forgetting_testkit.checkout import cli_env
+from forgetting_testkit.fakes.openai_upstream import FakeUpstream
+from forgetting_testkit.histories import ACTIONS, SYSTEM, TASK
 
 FAST = ProxySettings(retries=4, backoff_s=0.01, backoff_max_s=0.05, timeout_s=5)
 TOOLS = [

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from stats_study import write_config
 
 from forgetting.config import load_study
 from forgetting.errors import ConfigError
 from forgetting.stats.settings import StatsSettings, settings_of
+from forgetting_testkit.stats_study import write_config
 
 
 def test_report_without_datasets_names_the_missing_file(tmp_path, run_cli):

@@ -10,14 +10,14 @@ import sys
 import numpy as np
 import pytest
 from PIL import Image
-from stats_study import make_study
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.collect import collect
 from forgetting.figures import FIGURE_FORMATS, FIGURE_WIDTH_IN, FIGURES, PNG_DPI
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset
 from forgetting.tables import FORMATS, TABLES
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.stats_study import make_study
 
 pytestmark = pytest.mark.slow
 

@@ -13,12 +13,21 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_support import FAKE_VLLM_MODEL, batch_of, ok_calls, run_dir, run_json, snapshot, study_at, write_study
 
-from conftest import ROOT, cli_env
 from forgetting.layout import RUN_JSON, Layout
 from forgetting.runner import RunsNotFinished, run_batch
 from forgetting.runner.rundir import stale_dirs
+from forgetting_testkit.checkout import ROOT, cli_env
+from forgetting_testkit.runner import (
+    FAKE_VLLM_MODEL,
+    batch_of,
+    ok_calls,
+    run_dir,
+    run_json,
+    snapshot,
+    study_at,
+    write_study,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from runner_support import TASKS, study_at
 
 from forgetting.errors import ConfigError
 from forgetting.layout import RUN_JSON
@@ -23,6 +22,7 @@ from forgetting.runner.outcome import classify_mini
 from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, stale_dirs, temp_dir_for
 from forgetting.runner.settings import TRAE_COMMIT, RunnerSettings, TraeSettings
 from forgetting.runner.workspace import Workspace
+from forgetting_testkit.runner import TASKS, study_at
 
 # ------------------------------------------------------------------ statuses
 
@@ -286,7 +286,7 @@ def test_the_scripted_model_server_gets_the_study_settings_and_the_demo_tasks(tm
 
 
 def test_run_command_rejects_a_run_id_outside_the_plan(run_cli, tmp_path):
-    from runner_support import write_study
+    from forgetting_testkit.runner import write_study
 
     config = write_study(tmp_path)
     done = run_cli("run", config, "--run-id", "mini/baseline/demo__confkit-1/9")
@@ -345,8 +345,8 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
 
 
 def test_demo_workspaces_have_reproducible_paths(tmp_path):
-    from conftest import ROOT
     from forgetting.runner.workspace import make_workspace, workspace_dir
+    from forgetting_testkit.checkout import ROOT
 
     settings = RunnerSettings(scratch_dir=tmp_path, instances=ROOT / "resources/demo/tasks")
     rid = "mini/baseline/demo__timekit-1/1"

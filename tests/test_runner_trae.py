@@ -1,5 +1,5 @@
 """Trae agent's runner path end to end, up to and through the launch of ``trae-cli``: the
-stand-in ``fakes/fake_trae_cli.py`` plays the agent (Trae needs Python ≥ 3.12 and its
+stand-in ``forgetting_testkit/fakes/trae_cli.py`` plays the agent (Trae needs Python ≥ 3.12 and its
 container) and the vLLM test double the model. What only the cluster can show — Trae itself
 inside a SWE-bench instance image — is in docs/runs.md."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from runner_support import FAKE_TRAE, FAKE_VLLM_MODEL, batch_of, ok_calls, run_dir, run_json, study_at
 
 from forgetting import tokenizer
 from forgetting.behaviour import label_run
@@ -17,6 +16,7 @@ from forgetting.calllog import read_call_log
 from forgetting.layout import CALLS, PATCH, TRAJECTORY
 from forgetting.runner import RunsNotFinished, run_batch
 from forgetting.runner.settings import TRAE_COMMIT
+from forgetting_testkit.runner import FAKE_TRAE, FAKE_VLLM_MODEL, batch_of, ok_calls, run_dir, run_json, study_at
 
 pytestmark = pytest.mark.slow
 

@@ -7,12 +7,12 @@ import json
 import subprocess
 
 import pytest
-from runner_support import FAKE_VLLM_MODEL, write_study
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.config import load_study
 from forgetting.layout import RUN_JSON, Layout
 from forgetting.plan import plan_batches, plan_runs
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.runner import FAKE_VLLM_MODEL, write_study
 
 
 def _snakemake(config, *args, timeout=600):

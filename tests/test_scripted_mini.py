@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scripted_support as S
 
 from forgetting.scripted import SEED_HEADER, ScriptedModelServer
+from forgetting_testkit import scripted as S
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import scripted_support as S
 import yaml
 
 from forgetting.config import load_schema
@@ -24,6 +23,7 @@ from forgetting.scripted.observations import (
     returncode,
 )
 from forgetting.scripted.prefix_cache import PrefixCache
+from forgetting_testkit import scripted as S
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from typing import Any
 
 import jinja2
 import pytest
-import scripted_support as S
 
 from forgetting import messages as msgs
 from forgetting.scripted import ScriptedModel, ScriptedSettings
@@ -19,6 +18,7 @@ from forgetting.scripted import commands as cmds
 from forgetting.scripted.history import fenced_actions
 from forgetting.scripted.model import fence_of
 from forgetting.scripted.observations import file_text
+from forgetting_testkit import scripted as S
 
 CART = "src/shopcart/cart.py"
 CART_OLD = "        return self.subtotal() * self.discount_percent\n"

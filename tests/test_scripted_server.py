@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scripted_support as S
 
-from conftest import cli_env
 from forgetting import chat_format
 from forgetting.scripted import SEED_HEADER, ScriptedModelServer
+from forgetting_testkit import scripted as S
+from forgetting_testkit.checkout import cli_env
 
 
 def http(url: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None):

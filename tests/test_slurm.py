@@ -18,9 +18,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from dryrun import CI_PROFILE, PROFILE, snakemake_cmd
 
-from conftest import ROOT, bin_path, cli_env
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.dryrun import CI_PROFILE, PROFILE, snakemake_cmd
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

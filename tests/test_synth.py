@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import ROOT
 from forgetting import chat_format
 from forgetting.analysis import analyze_batch
 from forgetting.calllog import read_call_log
@@ -25,11 +26,18 @@ from forgetting.errors import UserError
 from forgetting.layout import Layout
 from forgetting.messages import prompt_messages
 from forgetting.plan import plan_batches, plan_runs
-from forgetting.synth import synthesize
-from forgetting.synth.study import synthetic_config
+from forgetting_testkit.checkout import ROOT, cli_env
+from forgetting_testkit.synth import synthesize
+from forgetting_testkit.synth.study import synthetic_config
 
 PAPER = ROOT / "config" / "config.yaml"
 FILES = ("calls.jsonl", "trajectory.json", "patch.diff", "eval.json", "run.json")
+
+
+def synth_cli(*args: object) -> subprocess.CompletedProcess[str]:
+    """``forgetting-synth ARGS`` (as ``python -m forgetting_testkit.synth``) from the repository root."""
+    return subprocess.run([sys.executable, "-m", "forgetting_testkit.synth", *map(str, args)], cwd=ROOT,
+                          env=cli_env(), capture_output=True, text=True, timeout=600)
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -175,23 +183,23 @@ def real_config(tmp_path: Path, results: Path) -> Path:
     return path
 
 
-def test_refuses_to_write_among_real_results(tmp_path, run_cli):
+def test_refuses_to_write_among_real_results(tmp_path):
     results = tmp_path / "results"
     config = real_config(tmp_path, results)
-    proc = run_cli("synth", config, "--out", results, "--runs", "60")
+    proc = synth_cli(config, "--out", results, "--runs", "60")
     assert proc.returncode == 2 and proc.stderr.count("error:") == 1, proc.stderr
     assert "results directory" in proc.stderr and not results.exists()
-    proc = run_cli("synth", config, "--out", results / "sub", "--runs", "60")
+    proc = synth_cli(config, "--out", results / "sub", "--runs", "60")
     assert proc.returncode == 2 and "results directory" in proc.stderr
     busy = tmp_path / "busy"
     busy.mkdir()
     (busy / "notes.txt").write_text("mine")
-    proc = run_cli("synth", PAPER, "--out", busy, "--runs", "60")
+    proc = synth_cli(PAPER, "--out", busy, "--runs", "60")
     assert proc.returncode == 2 and "not empty" in proc.stderr and (busy / "notes.txt").read_text() == "mine"
     real = tmp_path / "real-study"
     real.mkdir()
     (real / "study.yaml").write_text(yaml.safe_dump({"study": {"name": "x", "seed": 1, "synthetic": False}}))
-    proc = run_cli("synth", PAPER, "--out", real, "--runs", "60")
+    proc = synth_cli(PAPER, "--out", real, "--runs", "60")
     assert proc.returncode == 2 and "study.synthetic" in proc.stderr and not (real / "runs").exists()
 
 

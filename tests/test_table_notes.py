@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from stats_study import make_study
-from test_stats_hand import DELAYED, runs_table, tool_calls_table
 
-from conftest import ROOT
 from forgetting.collect import collect
 from forgetting.cost.pricing import load_profile
 from forgetting.stats.run import compute_statistics
 from forgetting.stats.settings import StatsSettings
 from forgetting.tables.build import BUILDERS, StatsTables
 from forgetting.tables.notes import NoteContext, cache_rules
+from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.hand_study import DELAYED, runs_table, tool_calls_table
+from forgetting_testkit.stats_study import make_study
 
 BASE = StatsSettings(resamples=300, seed=3)
 

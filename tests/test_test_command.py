@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from forgetting_testkit.checkout import ROOT
 
 BASH = shutil.which("bash") or "/bin/bash"
 

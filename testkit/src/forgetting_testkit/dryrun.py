@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from conftest import ROOT, bin_path, cli_env
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 
 PROFILE = ROOT / "profiles" / "slurm"
 CI_PROFILE = ROOT / "profiles" / "slurm-ci"

@@ -1,5 +1,5 @@
 """Studies for the runner tests: demo tasks, results in a temporary directory, the scripted
-stand-in model or the vLLM test double (``fakes/fake_vllm.py``) as the model server."""
+stand-in model or the vLLM test double (``fakes/vllm.py``) as the model server."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from typing import Any
 
 import yaml
 
-from conftest import ROOT
 from forgetting.config import Study, load_study
 from forgetting.layout import CALLS, RUN_JSON, Layout
 from forgetting.plan import Batch, plan_batches
+from forgetting_testkit import fakes
+from forgetting_testkit.checkout import ROOT
 
-FAKES = ROOT / "tests" / "fakes"
-FAKE_VLLM = FAKES / "fake_vllm.py"
-FAKE_TRAE = FAKES / "fake_trae_cli.py"
+FAKE_VLLM = fakes.VLLM
+FAKE_TRAE = fakes.TRAE_CLI
 TASKS = ROOT / "resources" / "demo" / "tasks"
 
 SCRIPTED = {"backend": "scripted", "name": "scripted-careful-agent", "served_name": "scripted", "max_tokens": 4096}

@@ -27,8 +27,9 @@ from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.runner.mini import action_syntax
 from forgetting.runner.settings import RunnerSettings
 from forgetting.scripted import ScriptedModel, ScriptedSettings, TaskBook
+from forgetting_testkit.checkout import ROOT
 
-TASKS = Path(__file__).resolve().parent / "data" / "scripted_tasks"
+TASKS = ROOT / "tests" / "data" / "scripted_tasks"
 TASK_ID = "demo__shopcart-1"
 CALM = ScriptedSettings(
     detour_rate=0.0, wrong_first_rate=0.0, skip_tests_rate=0.0, stubborn_rate=0.0, fragment_error_rate=0.0

@@ -35,16 +35,16 @@ from forgetting.messages import ActionSyntax
 from forgetting.plan import Run, derive_seed
 from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
-from forgetting.synth.agent import Sight, SyntheticAgent, profile_of
-from forgetting.synth.render import Rendered, TraeRenderer, renderer_for, unified_diff
-from forgetting.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory
-from forgetting.synth.world import task_world
+from forgetting_testkit.synth.agent import Sight, SyntheticAgent, profile_of
+from forgetting_testkit.synth.render import Rendered, TraeRenderer, renderer_for, unified_diff
+from forgetting_testkit.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory
+from forgetting_testkit.synth.world import task_world
 
 #: what run.json and eval.json say produced them
 MODEL_BACKEND = "synthetic"
 EVAL_BACKEND = "synthetic"
 SYNTH_FORMAT = "forgetting-synth/1"
-EVAL_NOTE = "synthetic evaluation: the outcome was drawn by `forgetting synth`; no test was run"
+EVAL_NOTE = "synthetic evaluation: the outcome was drawn by `forgetting-synth`; no test was run"
 #: the study's clock starts here (2026-01-01 UTC) and each run at its own offset
 EPOCH = 1_767_225_600.0
 

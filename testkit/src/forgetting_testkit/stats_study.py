@@ -2,7 +2,7 @@
 
 Writes a study config (2 agents, a few tasks, a handful of configurations, 3 baseline
 repeats) and every batch's analysis tables as the analysis stage would, with the synthetic
-generator of :mod:`forgetting.stats.synthetic` standing in for real runs.
+generator of :mod:`forgetting_testkit.effects` standing in for real runs.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from forgetting.config import Study, load_study
 from forgetting.layout import Layout
 from forgetting.plan import plan_batches, plan_runs
 from forgetting.schemas import write_table
-from forgetting.stats.synthetic import synthetic_tables
+from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.effects import synthetic_tables
 
-ROOT = Path(__file__).resolve().parent.parent
 TASKS = [
     line.strip()
     for line in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().splitlines()

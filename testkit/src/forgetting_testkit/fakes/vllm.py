@@ -3,11 +3,11 @@
 /v1/models and /v1/chat/completions on --host/--port after an optional delay, and can be told
 to crash.
 
-Chat completions are the canned agent-like replies of ``fake_openai_upstream.py`` (a ``bash``
+Chat completions are the canned agent-like replies of ``openai_upstream.py`` (a ``bash``
 tool call when the request offers tools, else a fenced ``mswea_bash_command`` block), counted
 per run (the proxy's ``X-Forgetting-Run`` header).
 
-    python fake_vllm.py serve MODEL --host H --port P [other vllm flags…]
+    python vllm.py serve MODEL --host H --port P [other vllm flags…]
 Environment: FAKE_VLLM_DELAY (seconds before listening), FAKE_VLLM_EXIT (exit status to die
 with before listening), FAKE_VLLM_ARGV (file to write the argv to), FAKE_VLLM_CHILD=1 (start a
 child process that the server's shutdown must also stop; its pid goes to FAKE_VLLM_CHILD_PID),
@@ -26,7 +26,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fake_openai_upstream import canned_reply
+from openai_upstream import canned_reply
 
 argv = sys.argv[1:]
 if os.environ.get("FAKE_VLLM_ARGV"):

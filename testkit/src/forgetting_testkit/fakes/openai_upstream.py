@@ -13,7 +13,7 @@ In-process (tests)::
 
 As a process (benchmarks/proxy.py)::
 
-    python tests/fakes/fake_openai_upstream.py [--port P] [--style tool_calls|text]
+    python testkit/src/forgetting_testkit/fakes/openai_upstream.py [--port P] [--style tool_calls|text]
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from forgetting.synth.world import TaskWorld
+from forgetting_testkit.synth.world import TaskWorld
 
 TEST_FILE = -1  # Step.file of the task's test file
 

@@ -1,6 +1,7 @@
 """The evaluation tests' fixture task (``tests/data/evaltask``): a tiny repository with a bug
 (``mean`` uses floor division), its gold patch, test patch, FAIL_TO_PASS and PASS_TO_PASS,
-and patches that go wrong in each way an evaluation must report."""
+and patches that go wrong in each way an evaluation must report; ``study_file``, a demo-kind
+study of it (a fixture), and ``make_run``, a run directory of that study with a given patch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent / "data" / "evaltask"
+import pytest
+import yaml
+
+from forgetting.layout import Layout
+from forgetting_testkit.checkout import ROOT
+
+DATA = ROOT / "tests" / "data" / "evaltask"
 INSTANCE_ID = "demo__calc-1"
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "fixture",
@@ -81,3 +88,41 @@ def swebench_row(tmp: Path) -> dict[str, Any]:
         ),
     )
     return row
+
+
+@pytest.fixture
+def study_file(tmp_path, monkeypatch):
+    """A demo-kind study of the fixture task: 5 baseline runs of one agent, local backend."""
+    row = instance(tmp_path)
+    row["environment_setup_commit"] = row["base_commit"]  # the demo-task schema requires a commit hash
+    tasks = tmp_path / "tasks"
+    (tasks / row["instance_id"]).mkdir(parents=True)
+    (tasks / row["instance_id"] / "instance.json").write_text(json.dumps(row))
+    config = {
+        "study": {"name": "t", "seed": 1, "results_dir": str(tmp_path / "results")},
+        "agents": ["mini"],
+        "tasks": {"ids": [row["instance_id"]]},
+        "dataset": {"kind": "demo", "instances": str(tasks)},
+        "repeats": {"baseline": 5},
+        "configurations": {"names": "none"},
+        "model": {"backend": "scripted", "name": "scripted"},
+        "evaluation": {"backend": "local", "timeout_s": 60},
+    }
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(config))
+    # the demo tasks' checkout, pointed at the fixture task (one line in forgetting.evaluation.local)
+    monkeypatch.setattr(
+        "forgetting.evaluation.local.checkout_demo_task",
+        lambda tasks_dir, iid, dest: build_repo(dest),
+    )
+    return path
+
+
+def make_run(study, run, patch: str | None, finished: bool = True) -> Path:
+    run_dir = Layout(study.results_dir).run_dir(run.run_id)
+    run_dir.mkdir(parents=True)
+    if patch is not None:
+        (run_dir / "patch.diff").write_text(patch)
+    if finished:
+        (run_dir / "run.json").write_text(json.dumps({"run_id": run.run_id}))
+    return run_dir

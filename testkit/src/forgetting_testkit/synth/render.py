@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from forgetting.cost.trajectory import MINI_BASH_TOOL
-from forgetting.synth.agent import TEST_FILE, Step
-from forgetting.synth.world import NOUNS, SourceFile, TaskWorld
+from forgetting_testkit.synth.agent import TEST_FILE, Step
+from forgetting_testkit.synth.world import NOUNS, SourceFile, TaskWorld
 
 #: mini-swe-agent shows outputs this long only by their head and tail
 MINI_ELIDE_AT = 10_000
