@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "testkit" / "src"))
 
 from forgetting import chat_format  # noqa: E402
-from forgetting.scripted import ScriptedModelServer, ScriptedSettings  # noqa: E402
-from forgetting.scripted.prefix_cache import PrefixCache  # noqa: E402
+from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings  # noqa: E402
+from forgetting.demo.scripted.prefix_cache import PrefixCache  # noqa: E402
 from forgetting_testkit import scripted as S  # noqa: E402
 
 

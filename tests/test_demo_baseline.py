@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from forgetting.config import load_study
-from forgetting.demo_tasks import demo_task_ids
+from forgetting.demo.tasks import demo_task_ids
 from forgetting.layout import Layout
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.runner import write_study

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from forgetting.demo_tasks import (
+from forgetting.demo.tasks import (
     ID_PATTERN,
     checkout,
     demo_task_ids,

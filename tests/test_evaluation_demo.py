@@ -1,12 +1,12 @@
 """Every demo task's gold patch evaluates ``resolved`` with the local backend; a patch that
 leaves the bug in place, and an empty one, do not. Runs once the demo tasks exist
-(resources/demo/tasks and ``forgetting.demo_tasks.checkout``)."""
+(resources/demo/tasks and ``forgetting.demo.tasks.checkout``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from forgetting import demo_tasks
+from forgetting.demo import tasks as demo_tasks
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.local import LocalBackend, demo_checkout
 from forgetting.evaluation.settings import EvalSettings

@@ -12,7 +12,7 @@ import minisweagent
 import pytest
 
 from forgetting.behaviour import label_run
-from forgetting.demo_tasks import checkout
+from forgetting.demo.tasks import checkout
 from forgetting.layout import AGENT_LOG, CALLS, PATCH, RUN_JSON, TRAJECTORY, Layout
 from forgetting.runner import run_batch
 from forgetting.runner.versions import SCRIPTED_NOTE

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from forgetting.scripted import SEED_HEADER, ScriptedModelServer
+from forgetting.demo.scripted import SEED_HEADER, ScriptedModelServer
 from forgetting_testkit import scripted as S
 
 

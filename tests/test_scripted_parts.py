@@ -10,11 +10,10 @@ import pytest
 import yaml
 
 from forgetting.config import load_schema
-from forgetting.errors import ConfigError, ResourceError
-from forgetting.scripted import ScriptedSettings, TaskBook
-from forgetting.scripted import commands as cmds
-from forgetting.scripted.knowledge import ReadSpec, load_task
-from forgetting.scripted.observations import (
+from forgetting.demo.scripted import ScriptedSettings, TaskBook
+from forgetting.demo.scripted import commands as cmds
+from forgetting.demo.scripted.knowledge import ReadSpec, load_task
+from forgetting.demo.scripted.observations import (
     covered,
     file_text,
     fragment_guess,
@@ -22,7 +21,8 @@ from forgetting.scripted.observations import (
     outcome,
     returncode,
 )
-from forgetting.scripted.prefix_cache import PrefixCache
+from forgetting.demo.scripted.prefix_cache import PrefixCache
+from forgetting.errors import ConfigError, ResourceError
 from forgetting_testkit import scripted as S
 
 

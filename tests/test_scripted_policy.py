@@ -13,11 +13,11 @@ import jinja2
 import pytest
 
 from forgetting import messages as msgs
-from forgetting.scripted import ScriptedModel, ScriptedSettings
-from forgetting.scripted import commands as cmds
-from forgetting.scripted.history import fenced_actions
-from forgetting.scripted.model import fence_of
-from forgetting.scripted.observations import file_text
+from forgetting.demo.scripted import ScriptedModel, ScriptedSettings
+from forgetting.demo.scripted import commands as cmds
+from forgetting.demo.scripted.history import fenced_actions
+from forgetting.demo.scripted.model import fence_of
+from forgetting.demo.scripted.observations import file_text
 from forgetting_testkit import scripted as S
 
 CART = "src/shopcart/cart.py"
@@ -414,7 +414,7 @@ def test_pages_through_a_long_file_whose_read_was_cut_short(tmp_path: Path) -> N
             }
         )
     )
-    from forgetting.scripted import TaskBook
+    from forgetting.demo.scripted import TaskBook
 
     model = ScriptedModel(TaskBook.load(tmp_path / "tasks"), S.CALM)
     run = S.drive(model, repo, style="text", task_id="demo__long-1", tasks=tmp_path / "tasks")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from forgetting import chat_format
-from forgetting.scripted import SEED_HEADER, ScriptedModelServer
+from forgetting.demo.scripted import SEED_HEADER, ScriptedModelServer
 from forgetting_testkit import scripted as S
 from forgetting_testkit.checkout import cli_env
 
@@ -65,7 +65,7 @@ def test_usage_counts_real_tokens_and_emulates_the_prefix_cache(tmp_path: Path) 
 
 
 def test_each_run_meets_its_own_prefix_cache_unless_shared(tmp_path: Path) -> None:
-    from forgetting.scripted.settings import ScriptedSettings
+    from forgetting.demo.scripted.settings import ScriptedSettings
 
     first = S.start_messages("tool_calls")
     request = {"messages": first, "tools": [S.BASH_TOOL]}

@@ -28,12 +28,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forgetting.scripted import commands as cmds
-from forgetting.scripted import reasoning as say
-from forgetting.scripted.draws import Draws
-from forgetting.scripted.history import Conversation, Step
-from forgetting.scripted.knowledge import Edit, ReadSpec, TaskKnowledge, words
-from forgetting.scripted.observations import (
+from forgetting.demo.scripted import commands as cmds
+from forgetting.demo.scripted import reasoning as say
+from forgetting.demo.scripted.draws import Draws
+from forgetting.demo.scripted.history import Conversation, Step
+from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge, words
+from forgetting.demo.scripted.observations import (
     body,
     covered,
     file_text,
@@ -42,7 +42,7 @@ from forgetting.scripted.observations import (
     outcome,
     word_share,
 )
-from forgetting.scripted.settings import ScriptedSettings
+from forgetting.demo.scripted.settings import ScriptedSettings
 
 #: a ``grep -n`` output line: ``[path:]LINE:text``
 _GREP_LINE = re.compile(r"^(?:(?P<path>[^:\s]+):)?(?P<line>\d+):")

@@ -3,7 +3,7 @@
 
 The model uses this knowledge as a careful engineer uses experience: it knows *what* to
 change, but it may only apply an edit once the edit's ``old`` text is visible in a read of
-that file in its context (see :mod:`forgetting.scripted.policy`). The format is the shared
+that file in its context (see :mod:`forgetting.demo.scripted.policy`). The format is the shared
 contract of ``resources/demo/`` (``DEMO_TASK_FORMAT.md``).
 """
 

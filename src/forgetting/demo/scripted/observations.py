@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from difflib import SequenceMatcher
 
-from forgetting.scripted.knowledge import words
+from forgetting.demo.scripted.knowledge import words
 
 _RC = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 #: what a reader still recognises as the return code in a damaged observation

@@ -17,8 +17,8 @@ from typing import Any
 
 from forgetting import messages as msgs
 from forgetting.chat_format import content_text
-from forgetting.scripted.commands import Classified, classify
-from forgetting.scripted.knowledge import TaskKnowledge
+from forgetting.demo.scripted.commands import Classified, classify
+from forgetting.demo.scripted.knowledge import TaskKnowledge
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from forgetting import tokenizer
-from forgetting.scripted.knowledge import TaskBook
-from forgetting.scripted.model import FINGERPRINT, SEED_HEADER, STAND_IN, BadRequest, ScriptedModel
-from forgetting.scripted.settings import ScriptedSettings
+from forgetting.demo.scripted.knowledge import TaskBook
+from forgetting.demo.scripted.model import FINGERPRINT, SEED_HEADER, STAND_IN, BadRequest, ScriptedModel
+from forgetting.demo.scripted.settings import ScriptedSettings
 
 MAX_BODY = 64 * 1024 * 1024
 

@@ -20,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from forgetting import chat_format, tokenizer
-from forgetting.scripted.draws import Draws, run_key_for
-from forgetting.scripted.history import fenced_actions, reconstruct, task_text_of
-from forgetting.scripted.knowledge import TaskBook
-from forgetting.scripted.policy import Decision, Policy, unknown_task
-from forgetting.scripted.prefix_cache import PrefixCache
-from forgetting.scripted.settings import ScriptedSettings
+from forgetting.demo.scripted.draws import Draws, run_key_for
+from forgetting.demo.scripted.history import fenced_actions, reconstruct, task_text_of
+from forgetting.demo.scripted.knowledge import TaskBook
+from forgetting.demo.scripted.policy import Decision, Policy, unknown_task
+from forgetting.demo.scripted.prefix_cache import PrefixCache
+from forgetting.demo.scripted.settings import ScriptedSettings
 
 #: runs whose emulated prefix caches are kept at once (least recently used dropped)
 MAX_RUN_CACHES = 64

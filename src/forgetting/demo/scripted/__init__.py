@@ -13,10 +13,10 @@ describe this stand-in, not any language model, and every response says so.
 * :mod:`.model` — request → response; :mod:`.server` — HTTP server, in-process API
 """
 
-from forgetting.scripted.knowledge import TaskBook, TaskKnowledge
-from forgetting.scripted.model import FINGERPRINT, SEED_HEADER, STAND_IN, ScriptedModel
-from forgetting.scripted.server import ScriptedModelServer
-from forgetting.scripted.settings import ScriptedSettings
+from forgetting.demo.scripted.knowledge import TaskBook, TaskKnowledge
+from forgetting.demo.scripted.model import FINGERPRINT, SEED_HEADER, STAND_IN, ScriptedModel
+from forgetting.demo.scripted.server import ScriptedModelServer
+from forgetting.demo.scripted.settings import ScriptedSettings
 
 __all__ = [
     "FINGERPRINT",

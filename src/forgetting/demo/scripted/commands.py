@@ -14,7 +14,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from forgetting.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
+from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
 
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 PATCH_FILE = "patch.txt"

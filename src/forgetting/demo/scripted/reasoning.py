@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from forgetting.scripted.draws import Draws
-from forgetting.scripted.history import Step
-from forgetting.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
-from forgetting.scripted.observations import body, file_text, first_line, is_intact, last_line, returncode
+from forgetting.demo.scripted.draws import Draws
+from forgetting.demo.scripted.history import Step
+from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
+from forgetting.demo.scripted.observations import body, file_text, first_line, is_intact, last_line, returncode
 
 
 def _issue_gist(task: TaskKnowledge) -> str:
