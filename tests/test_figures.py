@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from forgetting.figure_layout import FIGURE_WIDTH_IN, LABEL_CHARS, LABEL_LINES
 from forgetting.figures import FIGURES, PNG_DPI, build_figure, save_figure
+from forgetting.figures.layout import FIGURE_WIDTH_IN, LABEL_CHARS, LABEL_LINES
 from forgetting.grid import PAPER_CONFIGURATIONS
 from forgetting.stats.settings import StatsSettings
 from forgetting.tables.build import StatsTables

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from forgetting.figure_marks import MissingMarks
+from forgetting.figures.marks import MissingMarks
 from forgetting.stats.labels import (
     SCOPE_ORDER,
     TIMING_ORDER,

@@ -12,12 +12,12 @@
 
 Every figure is :data:`FIGURE_WIDTH_IN` wide (a two-column paper's text width) whatever the
 study; only its height grows, with the number of configurations. Configurations are rows with
-horizontal labels, shortened to the policy's label and wrapped (``figure_layout.row_label``; the tables
+horizontal labels, shortened to the policy's label and wrapped (``layout.row_label``; the tables
 carry the full names), in one section per timing and one for the policies beyond the paper;
-columns are agents (:mod:`forgetting.figure_layout`).
+columns are agents (:mod:`forgetting.figures.layout`).
 
 A number that is missing is drawn as missing, never as a point or a bar of zero width
-(:mod:`forgetting.figure_marks`): an undefined estimate is written ``n/a`` (``∞`` for an
+(:mod:`forgetting.figures.marks`): an undefined estimate is written ``n/a`` (``∞`` for an
 infinite ratio), an undefined or unbounded CI leaves the point without a bar and writes
 ``no CI`` (``CI ∞``) beside it; a footnote under the figure counts each kind.
 
@@ -38,7 +38,7 @@ from typing import Any
 from forgetting.atomic import atomic_path
 from forgetting.config import Study
 from forgetting.faults import checkpoint
-from forgetting.figure_layout import (
+from forgetting.figures.layout import (
     FIGURE_WIDTH_IN,
     Section,
     finish_figure,
@@ -46,7 +46,7 @@ from forgetting.figure_layout import (
     scope_bands,
     sections_of,
 )
-from forgetting.figure_marks import MissingMarks, Point, draw_point, point_of
+from forgetting.figures.marks import MissingMarks, Point, draw_point, point_of
 from forgetting.layout import Layout
 from forgetting.stagelog import StageLog
 from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_LABELS, SCOPE_ORDER, agent_label
