@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from forgetting_testkit.checkout import ROOT, SRC, bin_path, cli_env
-from forgetting_testkit.evaltask import study_file  # noqa: F401  (a fixture of the evaluation tests)
 
 __all__ = ["ROOT", "SRC", "bin_path", "cli_env"]
 

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forgetting.behaviour.rules import RulesError, load_rules
+from forgetting_testkit.checkout import ROOT
 
-SAMPLE = Path(__file__).parent / "data" / "labelled_tool_calls.yaml"
+SAMPLE = ROOT / "tests" / "data" / "labelled_tool_calls.yaml"
 
 
 def _sample() -> list[dict]:

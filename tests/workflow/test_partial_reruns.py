@@ -14,9 +14,9 @@ import pytest
 
 from forgetting.config import study_from_mapping
 from forgetting.plan import plan_batches
+from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.dryrun import by_rule, dry_run, small_study
 
-ROOT = Path(__file__).resolve().parent.parent
 CONF = "delayed-turn-tool_output-50"
 BATCH_OUTPUTS = ("runs.json", "eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet",
                  "run_costs.parquet")

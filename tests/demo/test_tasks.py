@@ -32,8 +32,8 @@ from forgetting.demo.tasks import (
 )
 from forgetting.errors import ResourceError, UserError
 from forgetting.tasks import read_id_file
+from forgetting_testkit.checkout import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "resources/demo"
 TASKS = DEMO / "tasks"
 IDS = demo_task_ids(TASKS)

@@ -444,11 +444,10 @@ def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
 
 @pytest.mark.parametrize("style", ["tool_calls", "text"])
 def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
-    from test_proxy import FAST, drive
-
     from forgetting.calllog import read_call_log
     from forgetting.proxy import start_proxy
     from forgetting_testkit.fakes.openai_upstream import FakeUpstream
+    from forgetting_testkit.proxy_client import FAST, drive
 
     for name in ("mask2", "batch2-delayed-turn-tool_output-100", "reuse2-immediate", "gate-immediate-turn-both-100"):
         d, log_dir = parse_configuration_name(name, "test"), tmp_path / name

@@ -1,7 +1,7 @@
 """One task set per row (issue 15, item 5): with runs missing, every column of a Table I or
 cost-breakdown row is computed on the tasks the evaluation and its baseline both have — the
 tasks its Δ and ratios compare — and the footnote says how many. Hand data of
-tests/test_stats_hand.py, with the baseline's two runs of task A missing."""
+tests/stats/test_hand.py, with the baseline's two runs of task A missing."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,8 +22,8 @@ from forgetting.figures.layout import FIGURE_WIDTH_IN, LABEL_CHARS, LABEL_LINES
 from forgetting.grid import PAPER_CONFIGURATIONS
 from forgetting.stats.settings import StatsSettings
 from forgetting.tables.build import StatsTables
+from forgetting_testkit.checkout import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 LONG = "an-overlay-configuration-whose-free-name-is-much-longer-than-any-label-should-be"
 #: configuration → its summary identity (the stats' _IDENTITY columns)
 CONFIGURATIONS: dict[str, dict] = {

@@ -1,6 +1,6 @@
 """Table notes describe what was computed (issue 15, item 6): each is generated from the settings
 the statistics used, so changing a setting changes its note — and the note says what the number
-under it is (checked against the hand data of tests/test_stats_hand.py)."""
+under it is (checked against the hand data of tests/stats/test_hand.py)."""
 
 from __future__ import annotations
 
