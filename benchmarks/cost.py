@@ -16,7 +16,7 @@ identical (prompt, LCP, boundary) per call; the script asserts it and prints bot
 and their ratio (target ≥ 50×), plus a vectorized naive variant (numpy compare of every
 pair) as a harder baseline.
 
-    PYTHONPATH=src python benchmarks/cost.py [--calls 200] [--scenarios turn-50 token-25 baseline]
+    PYTHONPATH=src:testkit/src python benchmarks/cost.py [--calls 200] [--scenarios turn-50 token-25 baseline]
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "testkit" / "src"))
 sys.path.insert(0, str(ROOT / "src"))
 
 from forgetting.config import load_study  # noqa: E402
