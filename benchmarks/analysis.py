@@ -2,10 +2,10 @@
 from run outputs to the HTML report, and the regeneration of tables and figures from the
 collected Parquet datasets.
 
-Data: the synthetic study of config/config.yaml (9,400 runs, `forgetting synth`: call logs with
+Data: the synthetic study of config/config.yaml (9,400 runs, `forgetting-synth`: call logs with
 token ids, trajectories, evaluation reports in the real on-disk format). Made once with
 
-    forgetting synth config/config.yaml --out DIR          # ~13 min on 2 cores, ~10.5 GB
+    forgetting-synth config/config.yaml --out DIR          # ~13 min on 2 cores, ~10.5 GB
 
 Everything runs through Snakemake with 2 cores, as a user regenerates a study from its run
 outputs (``--config regenerate=true``), one stage at a time (``--until``), each timed with its
@@ -171,7 +171,7 @@ def machine() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--study", required=True, type=Path, help="a synthetic study made by `forgetting synth`")
+    ap.add_argument("--study", required=True, type=Path, help="a synthetic study made by `forgetting-synth`")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--sample", type=int, default=300, help="runs for the per-run breakdown")
     ap.add_argument("--skip-workflow", action="store_true", help="only the regeneration and the breakdown")

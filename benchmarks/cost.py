@@ -10,13 +10,13 @@ assistant + ~590 tool-output tokens, so the last prompt holds ~150k tokens. Scen
 * ``baseline``: append-only.
 
 For each run the fast path (:func:`forgetting.cost.accounting.account`: radix tree over
-interned blocks) and the naive path (:func:`forgetting.cost.naive.naive_prefixes`: every
+interned blocks) and the naive path (:func:`forgetting_testkit.naive_cost.naive_prefixes`: every
 prompt materialized and compared with every earlier prompt token by token) must give
 identical (prompt, LCP, boundary) per call; the script asserts it and prints both times
 and their ratio (target ≥ 50×), plus a vectorized naive variant (numpy compare of every
 pair) as a harder baseline.
 
-    PYTHONPATH=src python benchmarks/cost.py [--calls 200] [--scenarios turn-50 token-25 baseline]
+    PYTHONPATH=src:testkit/src python benchmarks/cost.py [--calls 200] [--scenarios turn-50 token-25 baseline]
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testkit" / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from forgetting.cost.accounting import account, split
-from forgetting.cost.naive import naive_prefixes
 from forgetting.cost.pricing import PricingProfile
 from forgetting.cost.prompts import BlockStore, CallPrompt, RunPrompts
+from forgetting_testkit.naive_cost import naive_prefixes
 
 IM_START, IM_END, NL = 151644, 151645, 198
 ROLE = {"system": 8948, "user": 872, "assistant": 77091}

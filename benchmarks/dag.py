@@ -24,8 +24,9 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import env_with_src, measure_isolated
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "testkit" / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
-from forgetting.submissions import submissions_of
+from forgetting_testkit.submissions import submissions_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")

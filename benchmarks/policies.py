@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-sys.path[:0] = [str(ROOT.parent / "src"), str(ROOT.parent / "tests"), str(ROOT)]
+sys.path[:0] = [str(ROOT.parent / "src"), str(ROOT.parent / "testkit" / "src"), str(ROOT)]
 
 from proxy import history_for, prefixes, time_reducer  # noqa: E402  (benchmarks/proxy.py)
 

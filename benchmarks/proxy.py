@@ -3,7 +3,7 @@
 An agent-like client sends a mini-swe-agent-style history (tool calls, ``nl``/``sed``
 outputs of code) that grows call by call to about 100k tokens, once straight to an
 OpenAI-compatible upstream and once through the proxy in front of the same upstream,
-alternating per call. The upstream is the test double ``tests/fakes/fake_openai_upstream.py``
+alternating per call. The upstream is the test double ``forgetting_testkit/fakes/openai_upstream.py``
 in its own process (it answers at once, so every millisecond measured is HTTP, JSON and
 the proxy's own work). Prints the median latency of both paths over the calls whose
 history holds ≥ 90k tokens, the added latency and the ratio, for a few configurations;
@@ -26,15 +26,15 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
-
-from agent_histories import realistic  # noqa: E402
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "testkit" / "src")]
 
 from forgetting import chat_format  # noqa: E402
 from forgetting.deletion import Reducer, reduce_history  # noqa: E402
 from forgetting.grid import Deletion, paper_configuration  # noqa: E402
 from forgetting.messages import segment  # noqa: E402
 from forgetting.proxy import ProxySettings, start_proxy  # noqa: E402
+from forgetting_testkit import fakes  # noqa: E402
+from forgetting_testkit.histories import realistic  # noqa: E402
 
 CONFIGS = ["baseline", "delayed-turn-tool_output-50", "delayed-token-both-50", "immediate-turn-both-100"]
 
@@ -149,7 +149,7 @@ def main() -> None:
         f"medians over calls ≥ {big:,} tokens"
     )
     fake = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "fakes" / "fake_openai_upstream.py")],
+        [sys.executable, str(fakes.OPENAI_UPSTREAM)],
         stdout=subprocess.PIPE,
         text=True,
     )

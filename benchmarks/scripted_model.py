@@ -22,13 +22,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests"))
-
-import scripted_support as S  # noqa: E402
+sys.path.insert(0, str(ROOT / "testkit" / "src"))
 
 from forgetting import chat_format  # noqa: E402
-from forgetting.scripted import ScriptedModelServer, ScriptedSettings  # noqa: E402
-from forgetting.scripted.prefix_cache import PrefixCache  # noqa: E402
+from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings  # noqa: E402
+from forgetting.demo.scripted.prefix_cache import PrefixCache  # noqa: E402
+from forgetting_testkit import scripted as S  # noqa: E402
 
 
 def quantiles(xs: list[float]) -> str:

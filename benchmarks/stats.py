@@ -1,7 +1,7 @@
 """Time the paired bootstrap: 10,000 resamples × 84 evaluations × every metric, vectorised vs a loop.
 
 Data: the paper's plan (config/config.yaml: 9,400 runs, 2 agents × (42 configurations + 5
-baseline repeats) × 100 tasks) filled with synthetic outcomes (forgetting.stats.synthetic).
+baseline repeats) × 100 tasks) filled with synthetic outcomes (forgetting_testkit.effects).
 
 * vectorised: the pipeline's own code (forgetting.stats.comparisons) — one task-weight matrix,
   matrix products for sums and a row-wise search for weighted medians; all 10 metrics of all
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "testkit" / "src"))
 sys.path.insert(0, str(ROOT / "src"))
 
 from forgetting.config import load_study  # noqa: E402
@@ -35,7 +36,7 @@ from forgetting.stats.bootstrap import resample_indices  # noqa: E402
 from forgetting.stats.comparisons import Bootstrap, compute_comparisons, compute_effects, compute_summary  # noqa: E402
 from forgetting.stats.metrics import Group, StudyData  # noqa: E402
 from forgetting.stats.settings import StatsSettings  # noqa: E402
-from forgetting.stats.synthetic import synthetic_tables  # noqa: E402
+from forgetting_testkit.effects import synthetic_tables  # noqa: E402
 
 METRICS = (
     "tasks_solved",

@@ -24,12 +24,12 @@ ensure_python_env() {
     say "creating the virtual environment $VENV"
     "$py" -m venv "$VENV" || { echo "error: python3 -m venv failed; on Debian: apt-get install python3-venv" >&2; exit 2; }
   fi
-  # reinstall only when the dependency list changed (idempotent and fast on a second call)
-  local stamp="$VENV/.forgetting-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+  # reinstall only when a dependency list changed (idempotent and fast on a second call)
+  local stamp="$VENV/.forgetting-$(cat "$ROOT/pyproject.toml" "$ROOT/testkit/pyproject.toml" | sha256sum | cut -c1-16)"
   if [ ! -f "$stamp" ]; then
-    say "installing the package and its dependencies into $VENV (about a minute)"
+    say "installing the package, its testkit and their dependencies into $VENV (about a minute)"
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[test]"
+    "$VENV/bin/python" -m pip install -q -e "$ROOT[test]" -e "$ROOT/testkit"
     rm -f "$VENV"/.forgetting-* && touch "$stamp"
   fi
 }

@@ -1,8 +1,10 @@
-"""Shared fixtures: the repository root and a runner for the ``forgetting`` command line."""
+"""Shared fixtures: the repository root and a runner for the ``forgetting`` command line.
+
+``ROOT``, ``cli_env()`` (the environment of a subprocess that imports this checkout's
+``src/`` and ``testkit/src/``) and ``bin_path()`` live in :mod:`forgetting_testkit.checkout`."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -10,26 +12,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "src"
+from forgetting_testkit.checkout import ROOT, SRC, bin_path, cli_env
+
+__all__ = ["ROOT", "SRC", "bin_path", "cli_env"]
 
 #: fixture repositories (tests/data) hold their own tests, run only inside scratch copies
 collect_ignore = ["data"]
-
-
-def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for a subprocess that must import this checkout's package."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    if extra:
-        env.update(extra)
-    return env
-
-
-def bin_path(name: str) -> str:
-    """A console script of the interpreter running the tests (snakemake, ruff, …)."""
-    return str(Path(sys.executable).parent / name)
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from stats_study import make_study, write_batches, write_config
 
 from forgetting.collect import collect
 from forgetting.config import load_study
@@ -14,6 +13,7 @@ from forgetting.errors import RunOutputError
 from forgetting.layout import Layout
 from forgetting.plan import plan_batches, plan_runs
 from forgetting.schemas import DATASETS, read_dataset, write_table
+from forgetting_testkit.stats_study import make_study, write_batches, write_config
 
 
 @pytest.fixture

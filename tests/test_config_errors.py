@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT, cli_env
+from forgetting_testkit.checkout import ROOT, cli_env
 
 
 def paper_config() -> dict:

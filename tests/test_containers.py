@@ -2,7 +2,7 @@
 SWE-bench's instance images, and when these jobs enter the DAG.
 
 The ``apptainer`` binary is not on these machines: builds and pulls run against its test
-double (tests/fake_apptainer.py), which checks the definition's ``%files`` sources and writes
+double (forgetting_testkit/fakes/apptainer.py), which checks the definition's ``%files`` sources and writes
 placeholder images. What only a cluster can show is listed in docs/cluster.md.
 """
 
@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dryrun import by_rule, dry_run, small_study, study_config
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.config import study_from_mapping
 from forgetting.containers import (
     IMAGE_NAMES,
@@ -33,8 +31,11 @@ from forgetting.containers import (
     pull_chunks,
 )
 from forgetting.errors import ConfigError, ResourceError
+from forgetting_testkit import fakes
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.dryrun import by_rule, dry_run, small_study, study_config
 
-FAKE = Path(__file__).resolve().parent / "fake_apptainer.py"
+FAKE = fakes.APPTAINER
 TRAE_COMMIT = "e839e559ac61bdd0e057c375dd1dee391fee797d"
 
 

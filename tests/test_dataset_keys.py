@@ -6,7 +6,6 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from stats_study import make_study
 
 from forgetting.collect import collect
 from forgetting.errors import RunOutputError
@@ -22,6 +21,7 @@ from forgetting.schemas import (
     write_table,
 )
 from forgetting.stats.schemas import STATS
+from forgetting_testkit.stats_study import make_study
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """Bad run outputs and resources: each one a one-line error naming the file; a bad run is
 isolated and listed, every other run analysed, nothing already written lost.
 
-Run outputs come from a small synthetic study (forgetting synth: the real on-disk format);
+Run outputs come from a small synthetic study (forgetting-synth: the real on-disk format);
 evaluation faults use the evaluation tests' fixture task with the real local backend.
 """
 
@@ -15,12 +15,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import evaltask
 import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import ROOT, cli_env
 from forgetting import cli
 from forgetting.analysis import analyze_batch
 from forgetting.collect import collect
@@ -30,7 +28,9 @@ from forgetting.evaluation import evaluate_batch, read_report
 from forgetting.evaluation.instances import load_available
 from forgetting.layout import Layout
 from forgetting.plan import plan_batches, plan_runs
-from forgetting.synth import synthesize
+from forgetting_testkit import evaltask
+from forgetting_testkit.checkout import ROOT, cli_env
+from forgetting_testkit.synth import synthesize
 
 BATCH_FILES = ("summary", "calls", "tool_calls", "run_costs", "timings")
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:2]

@@ -3,7 +3,7 @@ interrupted, and the final tables are byte-identical to an uninterrupted run.
 
 The kill comes from the stage itself (``forgetting.faults.checkpoint``, armed by
 ``FORGETTING_KILL_AT``), so it lands at the same point every time: right after the N-th
-output of the stage, or as an evaluation starts. The studies are synthetic (forgetting synth);
+output of the stage, or as an evaluation starts. The studies are synthetic (forgetting-synth);
 the evaluation test evaluates real patches of the demo tasks with the local backend.
 """
 
@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, bin_path, cli_env
 from forgetting.analysis import analyze_batch
 from forgetting.collect import collect
 from forgetting.config import load_study
@@ -29,8 +28,9 @@ from forgetting.evaluation.instances import load_instances
 from forgetting.layout import Layout
 from forgetting.plan import plan_batches
 from forgetting.stats.run import write_stats
-from forgetting.synth import synthesize
 from forgetting.tables import write_tables
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.synth import synthesize
 
 BATCH_FILES = ("summary", "calls", "tool_calls", "run_costs", "timings")
 KILLED = -signal.SIGKILL

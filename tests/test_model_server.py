@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from forgetting.model_server import ModelServerError, server_for, serving, vllm_command
+from forgetting_testkit import fakes
 
-FAKE = str(Path(__file__).parent / "fakes" / "fake_vllm.py")
+FAKE = str(fakes.VLLM)
 MODEL = {
     "backend": "vllm",
     "name": "Qwen/Qwen3-Coder-30B-A3B-Instruct",

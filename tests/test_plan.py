@@ -8,7 +8,7 @@ from forgetting.schemas import PLAN_SCHEMA
 
 @pytest.fixture(scope="module")
 def paper(request):
-    from conftest import ROOT
+    from forgetting_testkit.checkout import ROOT
 
     return load_study(ROOT / "config" / "config.yaml")
 

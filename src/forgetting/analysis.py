@@ -133,7 +133,7 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
         "synthetic"
     ):
         raise MissingStageOutput(
-            f"{run_dir / RUN_JSON}: a synthetic run (forgetting synth) in a study without study.synthetic: true; "
+            f"{run_dir / RUN_JSON}: a synthetic run (forgetting-synth) in a study without study.synthetic: true; "
             "synthetic runs are never analysed with real results"
         )
     if meta.get("seed") is not None and int(meta["seed"]) != run.seed:

@@ -30,7 +30,6 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "proxy",
     "scripted-model",
-    "synth",
 )
 
 

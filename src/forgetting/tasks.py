@@ -33,7 +33,7 @@ def known_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> set[st
     """Every id the configured dataset holds."""
     dataset = cfg["dataset"]
     if dataset["kind"] == "demo":
-        from forgetting.demo_tasks import demo_task_ids  # the demo's own registry
+        from forgetting.demo.tasks import demo_task_ids  # the demo's own registry
 
         instances = dataset.get("instances", "resources/demo/tasks")
         path = Path(instances) if Path(instances).is_absolute() else root / instances

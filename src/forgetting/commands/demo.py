@@ -22,7 +22,7 @@ def run_setup(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from forgetting.demo_tasks import checkout, demo_task_ids, is_clean_checkout, load_instance, load_solution
+    from forgetting.demo.tasks import checkout, demo_task_ids, is_clean_checkout, load_instance, load_solution
     from forgetting.errors import ResourceError, UserError
 
     tasks = Path(args.tasks)

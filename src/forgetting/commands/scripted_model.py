@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     from forgetting.atomic import write_text
     from forgetting.config import PROJECT_ROOT, load_study
+    from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings
     from forgetting.errors import UserError
-    from forgetting.scripted import ScriptedModelServer, ScriptedSettings
 
     settings = ScriptedSettings()
     served_name = "scripted"

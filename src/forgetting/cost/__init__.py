@@ -9,8 +9,9 @@ Modules, in the order data flows:
 * :mod:`~forgetting.cost.pricing` — price sheets (``resources/pricing/*.yaml``);
 * :mod:`~forgetting.cost.cache_model` — the cache rules a profile parameterizes;
 * :mod:`~forgetting.cost.accounting` — cached / new / re-billed per call;
-* :mod:`~forgetting.cost.result` — tables and totals; :func:`cost_run` is the entry point;
-* :mod:`~forgetting.cost.naive` — the definitions taken literally, for tests and benchmarks.
+* :mod:`~forgetting.cost.result` — tables and totals; :func:`cost_run` is the entry point.
+
+The definitions taken literally, for tests and benchmarks, are the testkit's ``forgetting_testkit.naive_cost``.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def load_instances(study: Study, ids: Iterable[str] | None = None) -> dict[str, 
     wanted = list(dict.fromkeys(study.tasks if ids is None else ids))
     path = instances_path(study)
     if study.raw["dataset"]["kind"] == "demo":
-        from forgetting.demo_tasks import load_instance
+        from forgetting.demo.tasks import load_instance
 
         return {i: load_instance(path, i) for i in wanted}
     rows = read_jsonl_instances(path, set(wanted))
@@ -83,7 +83,7 @@ def load_available(study: Study, ids: Iterable[str]) -> tuple[dict[str, dict[str
     rows: dict[str, dict[str, Any]] = {}
     missing: dict[str, str] = {}
     if study.raw["dataset"]["kind"] == "demo":
-        from forgetting.demo_tasks import load_instance
+        from forgetting.demo.tasks import load_instance
 
         for i in wanted:
             try:

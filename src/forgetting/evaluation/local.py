@@ -34,8 +34,8 @@ Checkout = Callable[[Mapping[str, Any], Path], None]
 
 
 def checkout_demo_task(tasks_dir: Path, instance_id: str, dest: Path) -> None:
-    """The base repository of a demo task (``forgetting.demo_tasks.checkout``)."""
-    from forgetting.demo_tasks import checkout
+    """The base repository of a demo task (``forgetting.demo.tasks.checkout``)."""
+    from forgetting.demo.tasks import checkout
 
     checkout(tasks_dir, instance_id, dest)
 

@@ -157,7 +157,7 @@ def action_syntax(agent: str, settings: RunnerSettings) -> ActionSyntax | None:
 
 
 #: where the pytest plugin of ``agent.fixed_test_durations`` lives (alone: no pipeline code)
-PYTEST_PLUGIN_DIR = Path(__file__).resolve().parent.parent / "data" / "pytest_plugins"
+PYTEST_PLUGIN_DIR = Path(__file__).resolve().parent.parent / "demo" / "pytest_plugins"
 
 
 def shell_env(config: dict[str, Any], *, local: bool, fixed_test_durations: bool = False) -> dict[str, str]:

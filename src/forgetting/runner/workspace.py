@@ -1,7 +1,7 @@
 """Where an agent works: the task's repository, outside the results directory.
 
 Demo tasks (``dataset.kind: demo``): a fresh git checkout of the task's base commit
-(:func:`forgetting.demo_tasks.checkout`), removed after the run. Its path depends only on
+(:func:`forgetting.demo.tasks.checkout`), removed after the run. Its path depends only on
 the scratch directory and the run id (``<scratch_dir>/forgetting-workspaces/<hash>/repo``),
 never on a process id or a random name: paths show up in tool output (tracebacks), and the
 demo must give byte-identical results when run twice.
@@ -50,7 +50,7 @@ class Workspace:
 def problem_statement(settings: RunnerSettings, task: str) -> str:
     """The task's issue text, as the agent receives it."""
     if settings.dataset_kind == "demo":
-        from forgetting.demo_tasks import load_instance
+        from forgetting.demo.tasks import load_instance
 
         return str(load_instance(settings.instances, task)["problem_statement"])
     from forgetting.evaluation.instances import read_jsonl_instances
@@ -87,7 +87,7 @@ def make_workspace(settings: RunnerSettings, task: str, run_id: str) -> Workspac
     Any failure is an :class:`InfraFailure`: the run is redone, not recorded.
     """
     if settings.dataset_kind == "demo":
-        from forgetting.demo_tasks import checkout
+        from forgetting.demo.tasks import checkout
 
         dest = workspace_dir(settings, run_id)
         shutil.rmtree(dest.parent, ignore_errors=True)  # left behind by a killed attempt

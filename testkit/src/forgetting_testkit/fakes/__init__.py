@@ -1,0 +1,13 @@
+"""Test doubles, named as such, for what cannot run on these machines. Each is also a script
+(run by path, as the binary it replaces would be): the ``apptainer`` binary, an OpenAI-style
+model server (in process or as a script), ``vllm serve`` and Trae agent's ``trae-cli``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+APPTAINER = HERE / "apptainer.py"
+OPENAI_UPSTREAM = HERE / "openai_upstream.py"
+TRAE_CLI = HERE / "trae_cli.py"
+VLLM = HERE / "vllm.py"

@@ -1,0 +1,214 @@
+"""The apptainer backend. The binary is not on these machines: the exact commands are
+asserted, run.sh runs for real under bash, and the backend as a whole runs against a test
+double of the binary (forgetting_testkit/fakes/apptainer.py) that executes the container's command on the
+host. Running the real ``apptainer exec`` in a SWE-bench image is left to the cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from swebench.image_builder.image_spec import ImageSpec
+
+from forgetting.errors import ResourceError, UserError
+from forgetting.evaluation.apptainer import (
+    ApptainerBackend,
+    default_image,
+    exec_command,
+    image_uri,
+    pull_command,
+    pull_image,
+)
+from forgetting.evaluation.evaluate import evaluate_patch
+from forgetting.evaluation.scripts import apply_and_eval_script
+from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
+from forgetting_testkit import evaltask, fakes
+
+FAKE = fakes.APPTAINER
+
+
+def test_image_names_follow_the_harness():
+    assert (
+        default_image("django__django-11099") == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
+    )
+    # the same name swebench's own ImageSpec gives a published image
+    spec = ImageSpec(instance_id="django__django-11099", dockerfile="FROM scratch", namespace="swebench")
+    assert default_image("django__django-11099") == spec.name
+    assert image_uri({"instance_id": "a__b-1"}) == "docker://swebench/sweb.eval.x86_64.a_1776_b-1:latest"
+    assert image_uri({"instance_id": "a__b-1", "image": "ghcr.io/x/y:2"}) == "docker://ghcr.io/x/y:2"
+
+
+def test_pull_command_exactly():
+    settings = ApptainerSettings(pull_args=("--disable-cache",))
+    cmd = pull_command(
+        {"instance_id": "django__django-11099"}, Path("/sif/django__django-11099.sif"), settings
+    )
+    assert cmd == [
+        "apptainer",
+        "pull",
+        "--disable-cache",
+        "/sif/django__django-11099.sif",
+        "docker://swebench/sweb.eval.x86_64.django_1776_django-11099:latest",
+    ]
+
+
+def test_exec_command_exactly():
+    cmd = exec_command(
+        Path("/sif/django__django-11099.sif"), Path("/res/runs/mini/baseline/t/1/eval"), ApptainerSettings()
+    )
+    assert cmd == [
+        "apptainer",
+        "exec",
+        "--contain",
+        "--cleanenv",
+        "--fakeroot",
+        "--writable-tmpfs",
+        "--pwd",
+        "/testbed",
+        "--bind",
+        "/res/runs/mini/baseline/t/1/eval:/forgetting",
+        "/sif/django__django-11099.sif",
+        "/bin/bash",
+        "/forgetting/run.sh",
+    ]
+    with pytest.raises(UserError, match="bind path cannot contain"):
+        exec_command(Path("/sif/x.sif"), Path("/res/a:b/eval"), ApptainerSettings())
+
+
+CLUSTER_SIF = os.environ.get("FORGETTING_APPTAINER_SIF")  # a pulled SWE-bench image: DIR/<instance_id>.sif
+CLUSTER_ROW = os.environ.get("FORGETTING_APPTAINER_ROW")  # that instance's dataset row (a JSON file)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("apptainer") is None or not (CLUSTER_SIF and CLUSTER_ROW),
+    reason="the real `apptainer exec` needs the apptainer binary and a SWE-bench SIF image, which these "
+    "machines lack; on the cluster set FORGETTING_APPTAINER_SIF and FORGETTING_APPTAINER_ROW",
+)
+def test_gold_patch_in_a_real_swebench_image(tmp_path):
+    row = json.loads(Path(CLUSTER_ROW).read_text())
+    settings = EvalSettings(backend="apptainer", image_dir=Path(CLUSTER_SIF).parent)
+    backend = ApptainerBackend(settings)
+    backend.check({row["instance_id"]: row})
+    report = evaluate_patch(row, row["patch"], backend, out_dir=tmp_path)
+    assert report.status == "resolved", (tmp_path / "eval" / "test_output.txt").read_text()[-3000:]
+
+
+def test_missing_binary_and_classic_rows_are_one_line_errors(tmp_path):
+    backend = ApptainerBackend(EvalSettings(apptainer=ApptainerSettings(executable=str(tmp_path / "nope"))))
+    with pytest.raises(UserError, match=r"nope.* not found on PATH \(evaluation.apptainer.executable\)"):
+        backend.check({})
+    backend = ApptainerBackend(EvalSettings(apptainer=ApptainerSettings(executable=sys.executable)))
+    classic = {"instance_id": "a__b-1", "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]"}
+    with pytest.raises(
+        ResourceError, match=r"instance a__b-1: its dataset row lacks eval_script, log_parser, eval_type"
+    ):
+        backend.check({"a__b-1": classic})
+
+
+def run_sh(tmp_path: Path, patch: str) -> subprocess.CompletedProcess[str]:
+    testbed = tmp_path / "testbed"
+    evaltask.build_repo(testbed)
+    (tmp_path / "patch.diff").write_text(patch)
+    (tmp_path / "eval.sh").write_text("echo EVAL-SCRIPT-RAN\ngit diff --stat\n")
+    script = apply_and_eval_script(
+        testbed=str(testbed), patch_file=str(tmp_path / "patch.diff"), eval_script=str(tmp_path / "eval.sh")
+    )
+    (tmp_path / "run.sh").write_text(script)
+    return subprocess.run(["bash", str(tmp_path / "run.sh")], capture_output=True, text=True, timeout=60)
+
+
+def test_run_sh_applies_the_patch_then_runs_the_eval_script(tmp_path):
+    proc = run_sh(tmp_path, evaltask.patch("gold"))
+    assert proc.returncode == 0
+    assert ">>>>> Applied Patch (git apply --verbose)" in proc.stdout
+    assert "EVAL-SCRIPT-RAN" in proc.stdout and "calc.py | 2 +-" in proc.stdout
+
+
+def test_run_sh_reports_a_patch_that_does_not_apply(tmp_path):
+    proc = run_sh(tmp_path, evaltask.patch("stale"))
+    assert proc.returncode == 97
+    assert proc.stdout.strip().endswith(">>>>> Patch Apply Failed") and "EVAL-SCRIPT-RAN" not in proc.stdout
+    # every command of the harness's GIT_APPLY_CMDS was tried, ending with patch(1)
+    assert "saving rejects to file calc.py.rej" in proc.stdout
+
+
+@pytest.fixture(scope="module")
+def row(tmp_path_factory):
+    return evaltask.swebench_row(tmp_path_factory.mktemp("row"))
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    """Settings whose apptainer is the test double; returns (settings, calls file)."""
+    exe = tmp_path / "bin" / "apptainer"
+    exe.parent.mkdir()
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    exe.chmod(0o755)
+    calls = tmp_path / "calls.jsonl"
+    testbed = tmp_path / "testbed"
+    evaltask.build_repo(testbed)
+    monkeypatch.setenv("FAKE_APPTAINER_CALLS", str(calls))
+    monkeypatch.setenv("FAKE_TESTBED", str(testbed))
+    settings = EvalSettings(
+        backend="apptainer",
+        timeout_s=60,
+        image_dir=tmp_path / "sif",
+        apptainer=ApptainerSettings(executable=str(exe)),
+    )
+    return settings, calls
+
+
+def calls_of(path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_backend_pulls_once_runs_the_rows_eval_script_and_grades(row, fake, tmp_path):
+    settings, calls = fake
+    backend = ApptainerBackend(settings)
+    backend.check({row["instance_id"]: row})
+    out = tmp_path / "run"
+    report = evaluate_patch(
+        row, evaltask.patch("gold"), backend, out_dir=out, run_id="mini/baseline/demo__calc-1/1"
+    )
+    assert report.status == "resolved", (tmp_path / "run" / "eval" / "test_output.txt").read_text()
+    assert report.tests["FAIL_TO_PASS"]["failure"] == [] and len(report.tests["FAIL_TO_PASS"]["success"]) == 2
+    sif = settings.image_dir / "demo__calc-1.sif"
+    pull, run = calls_of(calls)
+    partial = Path(pull[1])  # pulled to a temporary name, then renamed into place
+    assert partial.parent == sif.parent and partial.name.startswith(".demo__calc-1.sif.")
+    assert pull == pull_command(row, partial, settings.apptainer)[1:] and sif.is_file()
+    assert pull[2] == "docker://swebench/sweb.eval.x86_64.demo_1776_calc-1:latest"
+    assert run == exec_command(sif, (out / "eval").resolve(), settings.apptainer)[1:]
+    # the eval script is swebench's make_test_spec of the row: the exit code is recorded
+    assert "SWEBENCH_TEST_EXIT_CODE=$?" in (out / "eval" / "eval.sh").read_text()
+    report = evaluate_patch(row, evaltask.patch("wrong"), backend, out_dir=tmp_path / "run2")
+    assert report.status == "unresolved"
+    assert [c[0] for c in calls_of(calls)] == ["pull", "exec", "exec"]  # the image is pulled once
+
+
+def test_backend_patch_failure_and_timeout(row, fake, tmp_path, monkeypatch):
+    settings, _ = fake
+    backend = ApptainerBackend(settings)
+    report = evaluate_patch(row, evaltask.patch("stale"), backend, out_dir=tmp_path / "a")
+    assert (report.status, report.patch_applied) == ("patch_failed", False)
+    monkeypatch.setenv("FAKE_APPTAINER_HANG", "1")
+    backend = ApptainerBackend(replace(settings, timeout_s=1))
+    report = evaluate_patch(row, evaltask.patch("gold"), backend, out_dir=tmp_path / "b", timeout_s=1)
+    assert (report.status, report.resolved) == ("timeout", False)
+
+
+def test_failed_pull_is_an_error_status(row, fake, tmp_path):
+    settings, _ = fake
+    broken = replace(settings, apptainer=ApptainerSettings(executable="false"))
+    with pytest.raises(ResourceError, match=r"apptainer pull docker://swebench/.* failed \(exit 1\)"):
+        pull_image(row, tmp_path / "sif2", broken.apptainer)
+    assert list((tmp_path / "sif2").iterdir()) == []  # nothing half-pulled is left
+    report = evaluate_patch(row, evaltask.patch("gold"), ApptainerBackend(broken), out_dir=tmp_path / "c")
+    assert report.status == "error" and "apptainer pull" in report.error

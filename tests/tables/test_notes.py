@@ -1,0 +1,133 @@
+"""Table notes describe what was computed (issue 15, item 6): each is generated from the settings
+the statistics used, so changing a setting changes its note — and the note says what the number
+under it is (checked against the hand data of tests/stats/test_hand.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from forgetting.collect import collect
+from forgetting.cost.pricing import load_profile
+from forgetting.stats.run import compute_statistics
+from forgetting.stats.settings import StatsSettings
+from forgetting.tables.build import BUILDERS, StatsTables
+from forgetting.tables.notes import NoteContext, cache_rules
+from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.hand_study import DELAYED, runs_table, tool_calls_table
+from forgetting_testkit.stats_study import make_study
+
+BASE = StatsSettings(resamples=300, seed=3)
+
+
+def tables(settings: StatsSettings, context: NoteContext | None = None):
+    out = compute_statistics(runs_table(), tool_calls_table(), None, settings, task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], settings, context=context)
+    effects = {(r["configuration"], r["metric"]): r for r in out["effects"].to_pylist()}
+    return {name: build(st) for name, build in BUILDERS.items()}, effects
+
+
+def notes(built, name: str) -> str:
+    return " ".join(built[name].notes)
+
+
+def headers(built, name: str) -> list[str]:
+    return [c.header for c in built[name].columns]
+
+
+def test_bootstrap_settings_appear_in_every_note_and_header():
+    built, _ = tables(BASE)
+    changed, _ = tables(dataclasses.replace(BASE, resamples=400, seed=9, confidence=0.9))
+    for name in BUILDERS:
+        assert "Paired bootstrap over the 4 tasks: 300 resamples (seed 3), 95 % percentile CIs" in notes(built, name)
+        assert "Paired bootstrap over the 4 tasks: 400 resamples (seed 9), 90 % percentile CIs" in notes(changed, name)
+    assert "Δ solved [95 % CI]" in headers(built, "table1") and "Δ solved [90 % CI]" in headers(changed, "table1")
+    assert "Caching-aware [90 % CI]" in headers(changed, "table2")
+    assert r"Caching-aware [90\,\% CI]" in {c.latex for c in changed["table2"].columns}
+    assert "α = 0.05" in notes(built, "table1") and "α = 0.1" in notes(changed, "table1")
+
+
+def test_the_median_note_follows_baseline_median_and_matches_the_number():
+    pooled, e_pooled = tables(BASE)
+    task_mean, e_task = tables(dataclasses.replace(BASE, baseline_median="task_mean"))
+    # pooled: the baseline's median over its 8 runs is 55; task_mean: the median of per-task means is 52.5
+    assert e_pooled[DELAYED, "turns"]["reference"] == 55 and e_task[DELAYED, "turns"]["reference"] == 52.5
+    assert "Median turns: the median over runs, pooling every repeat of each resampled task" in notes(pooled, "table1")
+    assert ("Median turns: for a set with several repeats per task (the baseline), the median over tasks of each "
+            "task's mean over its repeats") in notes(task_mean, "table1")
+    assert "the baseline per task is the mean over its repeats" not in notes(pooled, "table1")  # the old claim
+
+
+def test_the_cost_note_follows_cost_statistic():
+    total, e_total = tables(BASE)
+    median, e_median = tables(dataclasses.replace(BASE, cost_statistic="median"))
+    assert e_total[DELAYED, "cost_flat"]["estimate"] == pytest.approx(22 / 21.5)  # totals
+    assert e_median[DELAYED, "cost_flat"]["estimate"] == pytest.approx(5 / 5.5)  # medians
+    assert "token and cost columns are ratios of totals" in notes(total, "table2")
+    assert "token and cost columns are ratios of medians over runs, pooling every repeat" in notes(median, "table2")
+    for name in ("policies_comparison", "comparisons"):
+        assert "ratios of totals" in notes(total, name) and "ratios of medians" in notes(median, name)
+    # the cost breakdown is a ratio of totals either way, and says so when Table II differs
+    assert "Table II's caching-aware column compares medians" in notes(median, "cost_breakdown")
+    assert "compares medians" not in notes(total, "cost_breakdown")
+
+
+def test_the_refetch_note_follows_refetch_rate_and_the_threshold():
+    pooled, _ = tables(BASE)
+    run_mean, _ = tables(dataclasses.replace(BASE, refetch_rate="run_mean"), NoteContext(refetch_threshold=0.7))
+    assert "Re-fetch rate: re-fetches / reads, pooled over the runs" in notes(pooled, "refetch")
+    assert "≥ 80 % of its distinct lines" in notes(pooled, "refetch")
+    assert "Re-fetch rate: the mean of the runs' re-fetch rates" in notes(run_mean, "refetch")
+    assert "≥ 70 % of its distinct lines" in notes(run_mean, "refetch")
+
+
+def test_the_holm_note_names_the_families_as_formed():
+    column, _ = tables(BASE)
+    table, _ = tables(dataclasses.replace(BASE, holm_family="table"))
+    # Table I: Δ solved and run length, one test per evaluation (2 evaluations)
+    assert "over each column as its own family (2 families of 2 tests; α = 0.05)" in notes(column, "table1")
+    assert "over all 4 tests of this table as one family (α = 0.05)" in notes(table, "table1")
+    # the comparisons: one family per comparison kind and column (one delayed → immediate pair, 5 columns)
+    assert ("over each comparison kind within a column as its own family (5 families of 1 test;"
+            in notes(column, "comparisons"))
+
+
+def test_the_eval_error_note_follows_on_error_and_the_analysis_settings():
+    for on_error in ("fail", "exclude", "unresolved"):
+        built, _ = tables(dataclasses.replace(BASE, on_error=on_error), NoteContext(looping_window=5, turn_cap=60))
+        text = notes(built, "table1")
+        assert f"evaluation.on_error: {on_error}" in text
+        assert "turn cap (60 model calls)" in text and "runs with 5 identical tool calls in a row" in text
+
+
+def test_the_pricing_note_names_the_profile_and_its_cache_rules():
+    paper = NoteContext(pricing=("paper", cache_rules(load_profile(ROOT / "resources/pricing/paper.yaml"))))
+    ttl = NoteContext(pricing=("write-premium-ttl",
+                               cache_rules(load_profile(ROOT / "resources/pricing/write-premium-ttl.yaml"))))
+    built_paper, _ = tables(BASE, paper)
+    built_ttl, _ = tables(BASE, ttl)
+    assert "pricing profile paper: a lower bound, no expiry and no write premium" in notes(built_paper, "table2")
+    text = notes(built_ttl, "table2")
+    assert "with pricing profile write-premium-ttl's rules:" in text and "lower bound" not in text
+    assert "entries expire 300 s after their last use" in text and "cache writes at 1.25× the input price" in text
+
+
+def test_tables_refuse_statistics_computed_with_other_settings(tmp_path, run_cli):
+    study = make_study(tmp_path, n_tasks=4)
+    collect(study)
+    assert run_cli("report", study.source, "--only", "stats", "--only", "tables").returncode == 0
+    config = Path(study.source)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["statistics"]["resamples"] = 2000
+    config.write_text(yaml.safe_dump(cfg))
+    proc = run_cli("report", study.source, "--only", "tables")
+    assert proc.returncode == 2
+    effects = tmp_path / "results" / "stats" / "effects.parquet"
+    assert proc.stderr.strip() == (
+        f"error: {effects}: computed with statistics.resamples = 1000, the config says 2000; "
+        "recompute the statistics (forgetting report CONFIG --only stats)"
+    )
+    assert run_cli("report", study.source, "--only", "stats", "--only", "tables").returncode == 0

@@ -1,0 +1,159 @@
+"""The Slurm profiles: the cluster profile's settings, the CI profile as an override of its site
+values only, and what Snakemake makes of the two together (read from dry-runs)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import yaml
+
+from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.dryrun import CI_PROFILE, PROFILE, by_rule, dry_run, dry_run_text, small_study, study_config
+from forgetting_testkit.submissions import local_rules, parse_dry_run, submissions_of, workflow_files
+
+SLURM = yaml.safe_load((PROFILE / "config.yaml").read_text())
+CI = yaml.safe_load((CI_PROFILE / "config.yaml").read_text())
+#: the keys CI may override: where and how big jobs are, and how this single node is reached
+SITE_KEYS = {
+    "configfile", "jobs", "cores", "latency-wait", "default-resources", "set-resources",
+    "slurm-status-command", "slurm-init-seconds-before-status-checks", "slurm-no-account",
+    "software-deployment-method",
+}
+
+
+def rules_of_workflow() -> set[str]:
+    text = "\n".join(p.read_text() for p in workflow_files(ROOT))
+    return set(re.findall(r"^rule (\w+):", text, re.MULTILINE))
+
+
+def test_cluster_profile_settings():
+    assert SLURM["executor"] == "slurm"
+    assert SLURM["retries"] >= 1 and SLURM["slurm-requeue"] is True
+    assert SLURM["keep-going"] is True and SLURM["rerun-incomplete"] is True
+    assert SLURM["rerun-triggers"] == ["mtime", "input"]
+    assert 10 <= SLURM["jobs"] <= 200
+    assert set(SLURM["software-deployment-method"]) == {"conda", "apptainer"}
+    assert SLURM["group-components"] == {"post": 4}
+    # per-rule runtimes for every rule that is submitted
+    submitted = rules_of_workflow() - local_rules(workflow_files(ROOT))
+    assert submitted == set(SLURM["set-resources"]), submitted ^ set(SLURM["set-resources"])
+    assert all("runtime" in res for res in SLURM["set-resources"].values())
+    gpu = SLURM["set-resources"]["run_batch"]
+    assert gpu["gpu"] == 1 and gpu["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
+    assert "cpus_per_task" not in SLURM["default-resources"]  # rules' threads reach --cpus-per-task
+
+
+def test_site_values_are_placeholders_set_in_one_place():
+    text = (PROFILE / "config.yaml").read_text()
+    site = SLURM["x-site"]
+    assert site["cpu_partition"].startswith("CHANGE-ME") and site["account"].startswith("CHANGE-ME")
+    # every placeholder literal appears once, in the site block; everything else refers to anchors
+    for value in ("CHANGE-ME-cpu", "CHANGE-ME-gh200", "CHANGE-ME-account"):
+        assert text.count(value) == 1
+    assert SLURM["default-resources"]["slurm_partition"] == site["cpu_partition"]
+    assert SLURM["default-resources"]["slurm_account"] == site["account"]
+
+
+def test_ci_profile_overrides_site_values_only():
+    assert set(CI) <= SITE_KEYS, set(CI) - SITE_KEYS
+    assert CI["slurm-status-command"] == "squeue"
+    assert CI["configfile"] == "config/demo.yaml"
+    assert CI["default-resources"]["slurm_partition"] == "debug"
+    assert set(CI["set-resources"]) == set(SLURM["set-resources"])  # a CI size for every rule
+    for res in CI["set-resources"].values():
+        assert res.get("cpus_per_task", 1) <= CI["cores"] == 2
+
+
+def test_snakemake_applies_the_ci_overrides_on_top_of_the_cluster_profile(tmp_path):
+    cfg = small_study(tmp_path)
+    alone = dry_run(cfg, tmp_path)
+    both = dry_run(cfg, tmp_path, profiles=(PROFILE, CI_PROFILE))
+    (run,) = by_rule(alone, "run_batch")[:1]
+    assert run.resources["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
+    assert run.resources["runtime"] == "720" and run.resources["gpu"] == "1"
+    for job in both:
+        assert job.resources["slurm_partition"] == "debug", job
+        assert "slurm_account" not in job.resources
+    (run,) = by_rule(both, "run_batch")[:1]
+    assert (run.resources["gpu"], run.resources["runtime"], run.resources["cpus_per_task"]) == ("1", "20", "1")
+    # not overridden: the grouping of the cluster profile still applies
+    text = dry_run_text(cfg, tmp_path, profiles=(PROFILE, CI_PROFILE))
+    assert parse_dry_run(text).group_jobs["post"] == math.ceil(14 / 4)
+
+
+def test_full_study_needs_at_most_200_submissions(tmp_path):
+    """From the plan and the profile: one job per agent batch, the post group's components
+    merged by the profile's group-components, and the few single jobs."""
+    text = dry_run_text(study_config(tmp_path), tmp_path)
+    subs = submissions_of(text, ROOT)
+    batches = 94  # 2 agents × (42 configurations × 100 runs + 5 × 100 baseline runs) / 100
+    assert subs.per_rule["run_batch"] == batches  # a failed batch is retried and rerun alone
+    assert subs.per_group == {"post": math.ceil(batches / SLURM["group-components"]["post"])}
+    assert subs.grouped_jobs == {"post": 2 * batches}
+    singles = {r: n for r, n in subs.per_rule.items() if r != "run_batch"}
+    assert singles["build_image"] == 2 and singles["pull_swebench_images"] == 4  # vllm, trae-agent; 100 / 25
+    assert subs.total == batches + math.ceil(batches / 4) + sum(singles.values())
+    assert subs.total <= 200
+
+
+SYNTHETIC = """\
+[Mon Jan  1 00:00:00 2026]
+rule run_batch:
+    output: a
+    jobid: 3
+
+[Mon Jan  1 00:00:00 2026]
+localrule plan:
+    output: p
+[Mon Jan  1 00:00:00 2026] Group job post (jobs in lexicogr. order):
+
+    [Mon Jan  1 00:00:00 2026]
+    rule analyze_batch:
+        output: x
+
+    [Mon Jan  1 00:00:00 2026]
+    rule evaluate_batch:
+        output: y
+
+    [Mon Jan  1 00:00:00 2026]
+    rule evaluate_batch:
+        output: z
+Group job post (jobs in lexicogr. order):
+    rule evaluate_batch:
+[Mon Jan  1 00:00:00 2026]
+rule collect:
+    output: c
+[Mon Jan  1 00:00:00 2026]
+rule all:
+    input: c
+"""
+
+
+def test_parse_dry_run_counts_group_jobs_and_ungrouped_jobs():
+    dry = parse_dry_run(SYNTHETIC)
+    assert dict(dry.jobs) == {"run_batch": 1, "plan": 1, "analyze_batch": 1, "evaluate_batch": 3, "collect": 1,
+                              "all": 1}
+    assert dict(dry.ungrouped) == {"run_batch": 1, "plan": 1, "collect": 1, "all": 1}
+    assert dict(dry.group_jobs) == {"post": 2}
+    subs = submissions_of(SYNTHETIC, ROOT)
+    # run_batch + collect + 2 post groups; plan (localrule) and all (no action) run locally
+    assert subs.per_rule == {"run_batch": 1, "collect": 1} and subs.total == 4
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("rule a:\n    output: 'x'\n    shell: 'touch x'\n", set()),
+    ("rule a:\n    output: 'x'\n    localrule: True\n    shell: 'touch x'\n", {"a"}),
+    ("localrules: a, b\n\nrule a:\n    shell: 'x'\n\nrule b:\n    run:\n        pass\n", {"a", "b"}),
+    ("rule all:\n    input: 'x'\n\nrule c:\n    localrule: config['x']\n    script: 's.py'\n", {"all"}),
+])
+def test_local_rules_from_rule_files(tmp_path, text, expected):
+    path = tmp_path / "rules.smk"
+    path.write_text(text)
+    assert local_rules([path]) == expected
+
+
+def test_the_workflows_local_rules():
+    # target rules that only gather inputs, and the plan (seconds, no heavy work)
+    assert local_rules(workflow_files(ROOT)) == {"all", "plan", "images", "analysis"}
