@@ -7,7 +7,6 @@ import csv
 import io
 
 import pytest
-from test_stats_hand import runs_table, tool_calls_table
 
 from forgetting.stats.run import compute_statistics
 from forgetting.stats.settings import StatsSettings
@@ -15,6 +14,7 @@ from forgetting.tables import format as fmt
 from forgetting.tables.build import BUILDERS, StatsTables
 from forgetting.tables.columns import Column, Estimate, Spec
 from forgetting.tables.writers import to_csv, to_latex, to_markdown
+from forgetting_testkit.hand_study import runs_table, tool_calls_table
 
 SETTINGS = StatsSettings(resamples=200, seed=1, confidence=0.9)
 SPEC = Spec(
