@@ -374,3 +374,22 @@ def test_fixed_test_durations_take_the_wall_clock_out_of_pytest_output(tmp_path)
         out = subprocess.run([sys.executable, "-m", "pytest", "-q", "test_a.py"], cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=60).stdout
         assert expected in out, out
+
+
+def test_fixed_test_durations_take_memory_addresses_out_of_pytest_output(tmp_path):
+    """An assertion on an object with the default repr prints its address, which differs
+    between two runs of the same demo task; the demo's plugin writes it as 0x<address>."""
+    import re
+    import subprocess
+
+    (tmp_path / "test_b.py").write_text(
+        "class Settings:\n    pass\n\n\ndef test_b():\n    assert Settings() == 1\n"
+    )
+    outs = {}
+    for fixed in (False, True):
+        env = {**os.environ, **mini.shell_env({}, local=True, fixed_test_durations=fixed)}
+        outs[fixed] = subprocess.run([sys.executable, "-m", "pytest", "-q", "test_b.py"], cwd=tmp_path, env=env,
+                                     capture_output=True, text=True, timeout=60).stdout
+    assert re.search(r"Settings object at 0x[0-9a-f]{8,}", outs[False]), outs[False]
+    assert "Settings object at 0x<address>" in outs[True], outs[True]
+    assert not re.search(r"0x[0-9a-f]{8,}", outs[True]), outs[True]
