@@ -19,7 +19,6 @@ The demo (scripted model, local evaluation) needs none, so no image job enters i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import subprocess
@@ -30,6 +29,7 @@ from typing import Any
 
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.seeds import text_hex
 
 #: definition files, ``containers/<name>.def``
 DEFINITIONS_DIR = PROJECT_ROOT / "containers"
@@ -123,7 +123,7 @@ def pull_chunks(study: Study) -> list[PullChunk]:
     chunks = []
     for index, start in enumerate(range(0, len(ids), size)):
         part = tuple(ids[start : start + size])
-        digest = hashlib.sha256("\n".join(part).encode()).hexdigest()[:8]
+        digest = text_hex("\n".join(part))[:8]
         chunks.append(PullChunk(f"c{index:03d}-{digest}", part))
     return chunks
 

@@ -8,13 +8,13 @@ user with the paper's list points ``tasks.ids_file`` at it.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.seeds import text_hex
 
 
 def read_id_file(path: Path, *, key: str) -> list[str]:
@@ -98,7 +98,7 @@ def _largest_remainder(counts: Mapping[str, int], n: int) -> dict[str, int]:
 
 
 def _rank(seed: int, instance_id: str) -> str:
-    return hashlib.sha256(f"{seed}:{instance_id}".encode()).hexdigest()
+    return text_hex(f"{seed}:{instance_id}")
 
 
 def stratified_sample(ids: Iterable[str], n: int, seed: int) -> list[str]:

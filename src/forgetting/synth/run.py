@@ -13,7 +13,6 @@ the same seed gives the same bytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,9 +31,10 @@ from forgetting.deletion import DeletionSettings, Reducer
 from forgetting.evaluation.report import EvalReport, patch_digest
 from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
 from forgetting.messages import ActionSyntax
-from forgetting.plan import Run, derive_seed
+from forgetting.plan import Run
 from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
+from forgetting.seeds import derive_seed, unit
 from forgetting.synth.agent import Sight, SyntheticAgent, profile_of
 from forgetting.synth.render import Rendered, TraeRenderer, renderer_for, unified_diff
 from forgetting.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory
@@ -80,11 +80,6 @@ class RunResult:
     resolved: bool
     eval_status: str
     bytes: int
-
-
-def _unit(*parts: object) -> float:
-    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def _new_bytes(messages: list[dict[str, Any]]) -> int:
@@ -146,7 +141,7 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     }
     params = {"model": served, "temperature": float(model.get("temperature", 0)), "max_tokens": max_tokens}
     history: list[dict[str, Any]] = render.preamble()
-    started = EPOCH + 86400.0 * 30 * _unit("start", gen_seed, run.run_id)
+    started = EPOCH + 86400.0 * 30 * unit("start", gen_seed, run.run_id)
     clock = started
     model_s = 0.0
     status, error = "submitted", None
