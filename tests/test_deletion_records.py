@@ -25,7 +25,7 @@ from forgetting.deletion.policy import PolicyContext
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.messages import segment
 
-CONTEXT = PolicyContext(turn_cap=12)
+CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters
 CONFIGURATIONS = [
     *paper_configurations(),

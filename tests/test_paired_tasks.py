@@ -16,7 +16,7 @@ from forgetting.stats.settings import StatsSettings
 from forgetting.tables.build import StatsTables, cost_breakdown, table1
 
 TASKS = ["A", "B", "C", "D"]
-SETTINGS = StatsSettings(resamples=300, seed=3, missing_runs="mark")
+SETTINGS = StatsSettings.from_section({"resamples": 300, "seed": 3, "missing_runs": "mark"})
 MISSING = {run_id("mini", "baseline", "A", 1), run_id("mini", "baseline", "A", 2)}
 
 

@@ -147,7 +147,7 @@ def test_make_policy_rejects_an_unknown_policy():
 def test_default_placeholders_and_draw_match_the_config_schema():
     props = load_schema()["properties"]["deletion"]["properties"]
     assert {k: v["default"] for k, v in props["placeholders"]["properties"].items()} == DEFAULT_PLACEHOLDERS
-    assert props["token_draw"]["default"] == DeletionSettings().token_draw == "exact"
+    assert props["token_draw"]["default"] == DeletionSettings.from_config().token_draw == "exact"
     with pytest.raises(ConfigError, match=r"deletion\.token_draw: 'sometimes' is not allowed"):
         DeletionSettings.from_config({"token_draw": "sometimes"})
 
@@ -184,7 +184,7 @@ def test_every_policy_name_reads_back_to_its_configuration(name, expect):
 
 
 def test_gate_names_leave_pricing_to_the_study():
-    d = policy_from_name("gate10-delayed-turn-both-50", "k", PolicyContext(turn_cap=60))
+    d = policy_from_name("gate10-delayed-turn-both-50", "k", PolicyContext.from_config({"agent": {"turn_cap": 60}}))
     assert d.params["horizon"] == 10 and d.params["turn_cap"] == 60 and d.params["pricing"] == "paper"
     assert policy_from_name("gate-delayed-turn-both-50", "k").params["horizon"] is None
 

@@ -11,12 +11,12 @@ import pytest
 from runner_support import FAKE_TRAE, FAKE_VLLM_MODEL, batch_of, ok_calls, run_dir, run_json, study_at
 
 from forgetting import tokenizer
+from forgetting.agents import TRAE_COMMIT
 from forgetting.behaviour import label_run
 from forgetting.behaviour.load import load_trajectory
 from forgetting.calllog import read_call_log
 from forgetting.layout import CALLS, PATCH, TRAJECTORY
 from forgetting.runner import RunsNotFinished, run_batch
-from forgetting.runner.settings import TRAE_COMMIT
 
 pytestmark = pytest.mark.slow
 

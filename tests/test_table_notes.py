@@ -20,7 +20,7 @@ from forgetting.stats.settings import StatsSettings
 from forgetting.tables.build import BUILDERS, StatsTables
 from forgetting.tables.notes import NoteContext, cache_rules
 
-BASE = StatsSettings(resamples=300, seed=3)
+BASE = StatsSettings.from_section({"resamples": 300, "seed": 3})
 
 
 def tables(settings: StatsSettings, context: NoteContext | None = None):

@@ -109,7 +109,7 @@ def batch_name(runs: Iterable[Run], index: int) -> str:
 
 def plan_batches(study: Study, runs: Sequence[Run] | None = None) -> list[Batch]:
     """Runs grouped by (agent, configuration) into chunks of ``execution.batch_size``."""
-    size = int(study.section("execution").get("batch_size", 100))
+    size = int(study.section("execution")["batch_size"])
     runs = plan_runs(study) if runs is None else runs
     groups: dict[tuple[str, str], list[Run]] = {}
     for r in runs:

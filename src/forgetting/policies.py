@@ -24,7 +24,7 @@ from forgetting.grid import BASELINE, Deletion
 def _context(context: Any) -> Any:
     from forgetting.deletion.policy import PolicyContext
 
-    return context if context is not None else PolicyContext()
+    return context if context is not None else PolicyContext.from_config()
 
 
 def name_entry(name: str, key: str = "name") -> dict[str, Any] | None:

@@ -35,7 +35,7 @@ def known_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> set[st
     if dataset["kind"] == "demo":
         from forgetting.demo_tasks import demo_task_ids  # the demo's own registry
 
-        instances = dataset.get("instances", "resources/demo/tasks")
+        instances = dataset["instances"]
         path = Path(instances) if Path(instances).is_absolute() else root / instances
         if not path.is_dir():
             raise ConfigError(f"{source}: dataset.instances: demo task directory not found: {path}")
@@ -49,7 +49,7 @@ def known_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> set[st
 
 def load_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> list[str]:
     """The configured task ids, in file order; duplicates and unknown ids are errors."""
-    tasks = cfg.get("tasks") or {}
+    tasks = cfg["tasks"]
     if "ids" in tasks and "ids_file" in tasks:
         raise ConfigError(f"{source}: tasks: give either ids or ids_file, not both")
     if "ids" in tasks:

@@ -97,7 +97,7 @@ class ScriptedModel:
         self, book: TaskBook, settings: ScriptedSettings | None = None, *, served_name: str = "scripted"
     ) -> None:
         self.book = book
-        self.settings = settings or ScriptedSettings()
+        self.settings = settings or ScriptedSettings.from_mapping()
         self.served_name = served_name
         self.cache = PrefixCache(self.settings.cache_blocks)
         self._run_caches: OrderedDict[str, PrefixCache] = OrderedDict()

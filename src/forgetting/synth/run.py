@@ -31,6 +31,7 @@ from forgetting.deletion import DeletionSettings, Reducer
 from forgetting.evaluation.report import EvalReport, patch_digest
 from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
 from forgetting.messages import ActionSyntax
+from forgetting.model_server import served_name_of
 from forgetting.plan import Run
 from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
@@ -116,16 +117,16 @@ def synthesize_run(study: Study, run: Run, gen_seed: int) -> RunResult:
 
 def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     model = study.section("model")
-    served = str(model.get("served_name") or model.get("name"))
-    window = int(model.get("context_window", 262144))
-    max_tokens = int(model.get("max_tokens", 8192))
-    cap = int(study.section("agent").get("turn_cap", 200))
+    served = served_name_of(model)
+    window = int(model["context_window"])
+    max_tokens = int(model["max_tokens"])
+    cap = int(study.section("agent")["turn_cap"])
     world = task_world(run.task, gen_seed)
     rng = np.random.default_rng(derive_seed(gen_seed, run.run_id))
     agent = SyntheticAgent(world, profile_of(run.agent), rng, scopes=run.deletion.parts)
     render = renderer_for(run.agent, world, rng)
     # the agent's own action pattern, as the runner hands it to the proxy
-    actions = action_syntax(run.agent, RunnerSettings(mini_config_files=RunnerSettings.mini_files_from_study(study)))
+    actions = action_syntax(run.agent, RunnerSettings.mini_files_from_study(study).get(run.agent))
     reducer = Reducer(run.deletion, run.seed, actions=actions,
                       settings=DeletionSettings.from_config(study.section("deletion")))
     tools = render.tools
@@ -139,7 +140,7 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
         "synthetic": True,
         "actions": actions.to_json() if actions is not None else None,
     }
-    params = {"model": served, "temperature": float(model.get("temperature", 0)), "max_tokens": max_tokens}
+    params = {"model": served, "temperature": float(model["temperature"]), "max_tokens": max_tokens}
     history: list[dict[str, Any]] = render.preamble()
     started = EPOCH + 86400.0 * 30 * unit("start", gen_seed, run.run_id)
     clock = started
