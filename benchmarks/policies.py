@@ -23,8 +23,8 @@ sys.path[:0] = [str(ROOT.parent / "src"), str(ROOT.parent / "tests"), str(ROOT)]
 from proxy import history_for, prefixes, time_reducer  # noqa: E402  (benchmarks/proxy.py)
 
 from forgetting import chat_format  # noqa: E402
-from forgetting.config import parse_configuration_name  # noqa: E402
 from forgetting.deletion.policy import PolicyContext  # noqa: E402
+from forgetting.naming import parse_configuration_name  # noqa: E402
 
 NAMES = [
     "delayed-turn-tool_output-100",

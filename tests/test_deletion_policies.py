@@ -22,7 +22,6 @@ from agent_histories import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgetting.config import parse_configuration_name
 from forgetting.deletion import Reducer, reduce_history
 from forgetting.deletion.batch_policy import batch_frontier
 from forgetting.deletion.files import action_files, command_files, same_file
@@ -31,6 +30,7 @@ from forgetting.deletion.policy import HistoryView, PolicyContext, make_policy
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
 from forgetting.messages import Action, actions, segment
+from forgetting.naming import parse_configuration_name
 from forgetting.policies import build_policies
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -22,15 +22,8 @@ import yaml
 from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
 from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
 from forgetting.errors import ConfigError, UserError
-from forgetting.grid import (
-    AMOUNTS,
-    BASELINE,
-    PAPER_CONFIGURATIONS,
-    TIMINGS,
-    Deletion,
-    filter_configurations,
-    paper_configuration,
-)
+from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
+from forgetting.naming import parse_configuration_name
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
@@ -83,50 +76,6 @@ def _as_list(value: Any) -> list[str] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str) else list(value)
-
-
-def parse_configuration_name(name: str, key: str, context: Any = None) -> Deletion:
-    """Resolve one of the paper's configuration names, or a name of another policy's scheme
-    (``keep8-turn-tool_output-100``, ``batch4-delayed-turn-tool_output-100``, ``mask10``, …;
-    config/README.md), or fail naming what is wrong."""
-    try:
-        return paper_configuration(name)
-    except KeyError:
-        pass
-    parts = name.split("-")
-    if parts[0] not in TIMINGS:
-        from forgetting.policies import name_entry, policy_from_name  # late: policies import the grid
-
-        if name_entry(name, key) is not None:
-            return policy_from_name(name, key, context)
-    if len(parts) != 4:
-        raise ConfigError(
-            f"{key}: {name!r} is not a configuration name; expected "
-            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, 'baseline', "
-            "or a name of another policy (config/README.md)"
-        )
-    from forgetting.deletion.names import parse_selection
-
-    timing, amount_s = parts[0], parts[3]
-    if timing not in TIMINGS:
-        raise ConfigError(
-            f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)} "
-            "(or keep{K} and the other policies' names in config/README.md)"
-        )
-    selection = parse_selection(parts[1:], name, key)
-    granularity, scope, amount = str(selection["granularity"]), str(selection["scope"]), float(selection["amount"])
-    if not 0 < amount <= 100:
-        raise ConfigError(f"{key}: amount {amount_s} in {name!r} is outside (0, 100]")
-    if granularity == "token" and amount == 100:
-        raise ConfigError(
-            f"{key}: {name!r}: token granularity at 100 % equals turn-level 100 % and is not run; "
-            f"use {timing}-turn-{scope}-100"
-        )
-    allowed = ", ".join(str(a) for a in AMOUNTS[granularity])
-    raise ConfigError(
-        f"{key}: {name!r} is not in the paper's grid ({granularity} amounts: {allowed}); "
-        "define other amounts under configurations.policies"
-    )
 
 
 def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
