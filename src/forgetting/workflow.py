@@ -38,7 +38,7 @@ class WorkflowPlan:
 
     @property
     def regenerate(self) -> bool:
-        return bool(self.study.raw.get("regenerate"))
+        return bool(self.study.raw["regenerate"])
 
     def batch(self, agent: str, configuration: str, name: str) -> Batch:
         return self.by_key[f"{agent}/{configuration}/{name}"]
