@@ -121,7 +121,15 @@ def _sections() -> dict[str, Callable[[], Any]]:
     }
 
 
-@pytest.mark.parametrize("section", sorted(_sections()))
+SECTIONS = ("agent.trae", "containers", "deletion", "evaluation", "evaluation.apptainer", "evaluation.docker",
+            "evaluation.local", "execution.proxy", "model.scripted", "statistics")
+
+
+def test_every_settings_section_is_checked():
+    assert sorted(_sections()) == list(SECTIONS)
+
+
+@pytest.mark.parametrize("section", SECTIONS)
 def test_settings_take_every_default_from_the_schema(changed_schema, section):
     from forgetting.config import PROJECT_ROOT
 
