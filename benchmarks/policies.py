@@ -23,8 +23,8 @@ sys.path[:0] = [str(ROOT.parent / "src"), str(ROOT.parent / "testkit" / "src"), 
 from proxy import history_for, prefixes, time_reducer  # noqa: E402  (benchmarks/proxy.py)
 
 from forgetting import chat_format  # noqa: E402
-from forgetting.config import parse_configuration_name  # noqa: E402
 from forgetting.deletion.policy import PolicyContext  # noqa: E402
+from forgetting.naming import parse_configuration_name  # noqa: E402
 
 NAMES = [
     "delayed-turn-tool_output-100",
@@ -46,7 +46,7 @@ def main() -> None:
     sizes = [len(chat_format.prompt_token_ids(h)) for h in histories]
     big = int(0.9 * args.tokens)
     print(f"{len(histories)} calls, last prompt {sizes[-1]} tokens; timing calls with ≥ {big} tokens")
-    context = PolicyContext(turn_cap=args.calls + 1)
+    context = PolicyContext.from_config({"agent": {"turn_cap": args.calls + 1}})
     for name in NAMES:
         m, p, reducer = time_reducer(parse_configuration_name(name, "bench", context), histories, sizes, big)
         print(

@@ -96,7 +96,7 @@ def main() -> None:
         "baseline (text)": (None, S.CALM, "text"),
         "immediate-turn-tool_output-100, stubborn (tool calls)": (
             S.delete_tool_output(0),
-            ScriptedSettings(stubborn_rate=1.0, stubborn_read_attempts=60),
+            ScriptedSettings.from_mapping({"stubborn_rate": 1.0, "stubborn_read_attempts": 60}),
             "tool_calls",
         ),
     }

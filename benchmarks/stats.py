@@ -111,7 +111,7 @@ def main() -> int:
         tables["runs"], tables["tool_calls"], task_order=study.tasks, agent_order=study.agents
     )
     evaluations = data.evaluations()
-    settings = StatsSettings(resamples=args.resamples, seed=20260402)
+    settings = StatsSettings.from_section({"resamples": args.resamples, "seed": 20260402})
     print(
         f"data: {tables['runs'].num_rows} runs, {tables['tool_calls'].num_rows} tool calls, "
         f"{len(evaluations)} evaluations, {data.n_tasks} tasks (synthetic, generated in {t_gen:.1f} s)"

@@ -108,7 +108,7 @@ def test_vllm_image_pins_vllm_and_says_how_gh200_is_served():
 
 
 def test_build_command_exactly():
-    s = ContainerSettings(image_dir="img", executable="apptainer")
+    s = ContainerSettings.from_section({"image_dir": "img", "executable": "apptainer"})
     assert build_command("containers/vllm.def", "img/vllm.sif", s) == [
         "apptainer", "build", "--fakeroot", "img/vllm.sif", "containers/vllm.def"]
 
@@ -130,7 +130,7 @@ def calls_of(path: Path) -> list[list[str]]:
 
 def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_path):
     exe, calls = fake_apptainer
-    settings = ContainerSettings(image_dir=str(tmp_path / "img"), executable=str(exe))
+    settings = ContainerSettings.from_section({"image_dir": str(tmp_path / "img"), "executable": str(exe)})
     target = tmp_path / "img" / "mini-swe-agent.sif"
     log = tmp_path / "logs" / "build.log"
     assert build_image(definition_path("mini-swe-agent"), target, settings, log=log) == target
@@ -144,13 +144,15 @@ def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_pat
 def test_a_failed_build_leaves_nothing_and_names_its_log(fake_apptainer, tmp_path, monkeypatch):
     exe, _ = fake_apptainer
     monkeypatch.setenv("FAKE_APPTAINER_FAIL_BUILD", "1")
-    settings = ContainerSettings(image_dir=str(tmp_path / "img"), executable=str(exe))
+    settings = ContainerSettings.from_section({"image_dir": str(tmp_path / "img"), "executable": str(exe)})
     target = tmp_path / "img" / "vllm.sif"
     with pytest.raises(ResourceError, match=r"apptainer build .*vllm.def failed \(exit 255\); see .*build.log"):
         build_image(definition_path("vllm"), target, settings, log=tmp_path / "build.log")
     assert list(target.parent.iterdir()) == []
     assert "build failed (test double)" in (tmp_path / "build.log").read_text()
-    missing = ContainerSettings(image_dir=str(tmp_path / "img"), executable=str(tmp_path / "no-apptainer"))
+    missing = ContainerSettings.from_section(
+        {"image_dir": str(tmp_path / "img"), "executable": str(tmp_path / "no-apptainer")}
+    )
     with pytest.raises(ResourceError, match=r"containers\.executable: .*not found"):
         build_image(definition_path("vllm"), target, missing, log=tmp_path / "b2.log")
 

@@ -18,7 +18,8 @@ from forgetting.deletion import (
 from forgetting.deletion.policy import PolicyContext
 from forgetting.errors import ConfigError
 from forgetting.grid import Deletion
-from forgetting.policies import build_policies, canonical_name, name_entry, policy_from_name, policy_label
+from forgetting.naming import canonical_name, name_entry, policy_from_name, policy_label
+from forgetting.policies import build_policies
 
 
 def test_unknown_policy_is_one_line_listing_the_known_ones():
@@ -147,7 +148,7 @@ def test_make_policy_rejects_an_unknown_policy():
 def test_default_placeholders_and_draw_match_the_config_schema():
     props = load_schema()["properties"]["deletion"]["properties"]
     assert {k: v["default"] for k, v in props["placeholders"]["properties"].items()} == DEFAULT_PLACEHOLDERS
-    assert props["token_draw"]["default"] == DeletionSettings().token_draw == "exact"
+    assert props["token_draw"]["default"] == DeletionSettings.from_config().token_draw == "exact"
     with pytest.raises(ConfigError, match=r"deletion\.token_draw: 'sometimes' is not allowed"):
         DeletionSettings.from_config({"token_draw": "sometimes"})
 
@@ -180,11 +181,11 @@ def test_every_policy_name_reads_back_to_its_configuration(name, expect):
     # the entry the name stands for, without a name, gets the same name and configuration
     (again,) = build_policies([name_entry(name)], "k")
     assert again == d
-    assert policy_label(name)  # tables can label it
+    assert policy_label(name, d.as_dict()) not in ("", name)  # tables label it by its policy
 
 
 def test_gate_names_leave_pricing_to_the_study():
-    d = policy_from_name("gate10-delayed-turn-both-50", "k", PolicyContext(turn_cap=60))
+    d = policy_from_name("gate10-delayed-turn-both-50", "k", PolicyContext.from_config({"agent": {"turn_cap": 60}}))
     assert d.params["horizon"] == 10 and d.params["turn_cap"] == 60 and d.params["pricing"] == "paper"
     assert policy_from_name("gate-delayed-turn-both-50", "k").params["horizon"] is None
 
@@ -218,7 +219,7 @@ def test_an_entry_without_name_gets_its_canonical_one_and_a_free_label_is_kept()
     ]
     a, b = build_policies(entries, "k")
     assert a.name == "batch3-immediate-token-both-25" and b.name == "observation-masking"
-    assert b.policy == "mask" and policy_label("observation-masking") is None
+    assert b.policy == "mask" and policy_label("observation-masking", b.as_dict()) == "observation-masking"
 
 
 @pytest.mark.parametrize(

@@ -17,13 +17,13 @@ the call log store each distinct segment once and the cost stage work per messag
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from forgetting import tokenizer
+from forgetting.seeds import text_hex
 
 FORMAT_NAME = "qwen3-coder"
 DEFAULT_SYSTEM_WITH_TOOLS = "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks."
@@ -167,7 +167,7 @@ def segment_ids(message: Message, ctx: SegmentContext, tools: Sequence[Mapping[s
 def tools_id(tools: Sequence[Mapping[str, Any]] | None) -> str | None:
     if not tools:
         return None
-    return hashlib.sha256(canonical_json(list(tools)).encode()).hexdigest()[:16]
+    return text_hex(canonical_json(list(tools)))[:16]
 
 
 #: the contexts without tools, shared (building thousands of frozen dataclasses per prompt is slow)
@@ -204,7 +204,7 @@ def segment_key(message: Message, ctx: SegmentContext) -> str:
         "o": ctx.opens_tool_block,
         "c": ctx.closes_tool_block,
     }
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:20]
+    return text_hex(canonical_json(payload))[:20]
 
 
 @dataclass(frozen=True)

@@ -1,86 +1,37 @@
 """Loading and checking a study config (``config/*.yaml``).
 
 The JSON schema in ``workflow/schemas/config.schema.yaml`` is the single description of the
-keys; the Snakefile validates the same file with ``snakemake.utils.validate``. On top of the
-schema this module checks what a schema cannot (names in the grid, files that must exist,
-duplicate or unknown task ids) and turns every problem into one line naming the key.
+keys and their defaults (:mod:`forgetting.config_schema`); the Snakefile validates the same
+file with ``snakemake.utils.validate``. On top of the schema this module checks what a schema
+cannot (names in the grid, files that must exist, duplicate or unknown task ids) and turns
+every problem into one line naming the key. A :class:`Study` holds the config with every
+default filled in: code reads its sections as they are (``study.section("agent")["turn_cap"]``).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
+from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
+from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
 from forgetting.errors import ConfigError, UserError
-from forgetting.grid import (
-    AMOUNTS,
-    BASELINE,
-    PAPER_CONFIGURATIONS,
-    TIMINGS,
-    Deletion,
-    filter_configurations,
-    paper_configuration,
-)
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-#: the repository root when running from a checkout (schema, resources and configs live there)
-PROJECT_ROOT = PACKAGE_DIR.parent.parent
-SCHEMA_PATH = PROJECT_ROOT / "workflow" / "schemas" / "config.schema.yaml"
-
-
-@functools.cache
-def load_schema() -> dict[str, Any]:
-    with open(SCHEMA_PATH, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
-
-
-def _key_path(path: Any) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def _schema_error_line(error: jsonschema.ValidationError) -> str:
-    key = _key_path(error.absolute_path)
-    if error.validator == "additionalProperties":
-        allowed = sorted((error.schema.get("properties") or {}).keys())
-        return f"{key}: {error.message}; allowed keys: {', '.join(allowed)}"
-    if error.validator == "enum":
-        return f"{key}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
-    if error.validator == "oneOf":
-        kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
-        return f"{key}: {error.instance!r} has the wrong form; expected one of {kinds}"
-    return f"{key}: {error.message}"
-
-
-def fill_defaults(config: dict[str, Any], schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Fill the schema's ``default`` values into ``config`` (recursively, objects only)."""
-    props = schema.get("properties") or {}
-    for key, sub in props.items():
-        if key not in config and "default" in sub:
-            config[key] = copy.deepcopy(sub["default"])
-        if isinstance(config.get(key), dict) and sub.get("type") == "object":
-            fill_defaults(config[key], sub)
-    return config
+from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
+from forgetting.naming import parse_configuration_name
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
     """Validate against the JSON schema; return a copy with defaults filled in."""
-    schema = load_schema()
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
-    if errors:
-        raise ConfigError(f"{source}: {_schema_error_line(errors[0])}")
-    return fill_defaults(copy.deepcopy(dict(config)), schema)
+    error = first_error(config)
+    if error is not None:
+        raise ConfigError(f"{source}: {error_line(error)}")
+    return fill_defaults(copy.deepcopy(dict(config)), load_schema())
 
 
 @dataclass(frozen=True)
@@ -101,8 +52,9 @@ class Study:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def section(self, key: str) -> Mapping[str, Any]:
-        """A config section with its defaults filled in (``model``, ``analysis``, …)."""
-        return self.raw.get(key) or {}
+        """A config section with its defaults filled in (``model``, ``analysis``, …): read its
+        keys as they are (``study.section("agent")["turn_cap"]``)."""
+        return self.raw[key]
 
     def path(self, value: str | os.PathLike[str]) -> Path:
         """Resolve a path from the config against the project root."""
@@ -126,69 +78,12 @@ def _as_list(value: Any) -> list[str] | None:
     return [value] if isinstance(value, str) else list(value)
 
 
-def policy_context(cfg: Mapping[str, Any], root: Path | None = None) -> Any:
-    """What policies read from the rest of a (validated) config: turn cap and price sheets."""
-    from forgetting.deletion.policy import PolicyContext
-
-    pricing = cfg.get("pricing") or {}
-    directory = Path(pricing.get("dir", "resources/pricing"))
-    if not directory.is_absolute():
-        directory = (root or PROJECT_ROOT) / directory
-    return PolicyContext(
-        turn_cap=int((cfg.get("agent") or {}).get("turn_cap", 200)),
-        pricing_dir=directory,
-        pricing_primary=str(pricing.get("primary", "paper")),
-    )
-
-
-def parse_configuration_name(name: str, key: str, context: Any = None) -> Deletion:
-    """Resolve one of the paper's configuration names, or a name of another policy's scheme
-    (``keep8-turn-tool_output-100``, ``batch4-delayed-turn-tool_output-100``, ``mask10``, …;
-    config/README.md), or fail naming what is wrong."""
-    try:
-        return paper_configuration(name)
-    except KeyError:
-        pass
-    parts = name.split("-")
-    if parts[0] not in TIMINGS:
-        from forgetting.policies import name_entry, policy_from_name  # late: policies import the grid
-
-        if name_entry(name, key) is not None:
-            return policy_from_name(name, key, context)
-    if len(parts) != 4:
-        raise ConfigError(
-            f"{key}: {name!r} is not a configuration name; expected "
-            "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, 'baseline', "
-            "or a name of another policy (config/README.md)"
-        )
-    from forgetting.deletion.names import parse_selection
-
-    timing, amount_s = parts[0], parts[3]
-    if timing not in TIMINGS:
-        raise ConfigError(
-            f"{key}: unknown timing {timing!r} in {name!r}; allowed values: {', '.join(TIMINGS)} "
-            "(or keep{K} and the other policies' names in config/README.md)"
-        )
-    selection = parse_selection(parts[1:], name, key)
-    granularity, scope, amount = str(selection["granularity"]), str(selection["scope"]), float(selection["amount"])
-    if not 0 < amount <= 100:
-        raise ConfigError(f"{key}: amount {amount_s} in {name!r} is outside (0, 100]")
-    if granularity == "token" and amount == 100:
-        raise ConfigError(
-            f"{key}: {name!r}: token granularity at 100 % equals turn-level 100 % and is not run; "
-            f"use {timing}-turn-{scope}-100"
-        )
-    allowed = ", ".join(str(a) for a in AMOUNTS[granularity])
-    raise ConfigError(
-        f"{key}: {name!r} is not in the paper's grid ({granularity} amounts: {allowed}); "
-        "define other amounts under configurations.policies"
-    )
-
-
 def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
-    section = cfg.get("configurations") or {}
-    context = policy_context(cfg, root)
-    names = section.get("names", "all")
+    from forgetting.deletion.policy import PolicyContext  # late: the deletion package imports the grid
+
+    section = cfg["configurations"]
+    context = PolicyContext.from_config(cfg, root)
+    names = section["names"]
     if names == "all":
         chosen = list(PAPER_CONFIGURATIONS)
     elif names == "none":
@@ -317,7 +212,7 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
                 raise ConfigError(f"{source}: only_tasks: {t!r} is not a task of this study")
         tasks = [t for t in tasks if t in only_tasks]
 
-    label_rules = (cfg.get("analysis") or {}).get("label_rules")
+    label_rules = cfg["analysis"].get("label_rules")  # optional: the packaged table
     if label_rules:  # a bad table stops the study now, not at its analysis stage
         from forgetting.behaviour.rules import load_rules
 
@@ -331,13 +226,13 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     from forgetting.cost.pricing import profiles_from_config  # late: pricing imports this module
 
     try:
-        profiles_from_config(cfg.get("pricing") or {}, root)
+        profiles_from_config(cfg["pricing"], root)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except UserError as exc:
         raise ConfigError(f"{source}: pricing: {exc}") from None
 
-    repeats = cfg.get("repeats") or {}
+    repeats = cfg["repeats"]
     study_section = cfg["study"]
     return Study(
         source=source,
@@ -348,7 +243,7 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         agents=tuple(agents),
         tasks=tuple(tasks),
         configurations=tuple(configurations),
-        baseline_repeats=int(repeats.get("baseline", 5)),
-        deletion_repeats=int(repeats.get("deletion", 1)),
-        results_dir=(root / study_section.get("results_dir", "results")),
+        baseline_repeats=int(repeats["baseline"]),
+        deletion_repeats=int(repeats["deletion"]),
+        results_dir=(root / study_section["results_dir"]),
     )

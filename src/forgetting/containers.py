@@ -19,7 +19,6 @@ The demo (scripted model, local evaluation) needs none, so no image job enters i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import subprocess
@@ -28,15 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forgetting import config_schema
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.seeds import text_hex
 
 #: definition files, ``containers/<name>.def``
 DEFINITIONS_DIR = PROJECT_ROOT / "containers"
 IMAGE_NAMES = ("vllm", "mini-swe-agent", "trae-agent", "evaluation")
 #: where marker files of pulled chunks live, under ``evaluation.image_dir``
 PULLED_DIR = ".pulled"
-DEFAULT_BUILD_ARGS = ("--fakeroot",)
 
 
 def expand_path(value: str, key: str) -> str:
@@ -50,44 +50,49 @@ def expand_path(value: str, key: str) -> str:
 
 @dataclass(frozen=True)
 class ContainerSettings:
-    """The ``containers`` section, resolved."""
+    """The ``containers`` section, resolved (every default the schema's)."""
 
     image_dir: str
-    executable: str = "apptainer"
-    build_args: tuple[str, ...] = DEFAULT_BUILD_ARGS
-    build_timeout_s: int = 10800
-    pull_chunk_size: int = 25
-    on_login_node: bool = False
+    executable: str
+    build_args: tuple[str, ...]
+    build_timeout_s: int
+    pull_chunk_size: int
+    on_login_node: bool
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None = None) -> ContainerSettings:
+        """From a ``containers`` section (or part of one: checked, its defaults filled)."""
+        s = config_schema.section("containers", section)
+        return cls(
+            image_dir=expand_path(s["image_dir"], "containers.image_dir"),
+            executable=str(s["executable"]),
+            build_args=tuple(s["build_args"]),
+            build_timeout_s=int(s["build_timeout_s"]),
+            pull_chunk_size=int(s["pull_chunk_size"]),
+            on_login_node=bool(s["on_login_node"]),
+        )
 
     @classmethod
     def from_study(cls, study: Study) -> ContainerSettings:
-        section: Mapping[str, Any] = study.section("containers")
-        return cls(
-            image_dir=expand_path(section.get("image_dir", "images/containers"), "containers.image_dir"),
-            executable=str(section.get("executable", "apptainer")),
-            build_args=tuple(section.get("build_args", DEFAULT_BUILD_ARGS)),
-            build_timeout_s=int(section.get("build_timeout_s", 10800)),
-            pull_chunk_size=int(section.get("pull_chunk_size", 25)),
-            on_login_node=bool(section.get("on_login_node", False)),
-        )
+        return cls.from_section(study.section("containers"))
 
 
 def instance_image_dir(study: Study) -> str:
     """``evaluation.image_dir`` as the workflow names it (relative paths stay relative)."""
-    return expand_path(study.section("evaluation").get("image_dir", "images/swebench"), "evaluation.image_dir")
+    return expand_path(study.section("evaluation")["image_dir"], "evaluation.image_dir")
 
 
 def uses_vllm(study: Study) -> bool:
-    return study.section("model").get("backend") == "vllm"
+    return study.section("model")["backend"] == "vllm"
 
 
 def runs_need_instance_images(study: Study) -> bool:
     """The agents work inside the SWE-bench instance images (cluster path, real tasks)."""
-    return uses_vllm(study) and study.raw["dataset"]["kind"] == "swebench"
+    return uses_vllm(study) and study.section("dataset")["kind"] == "swebench"
 
 
 def evaluation_needs_instance_images(study: Study) -> bool:
-    return study.section("evaluation").get("backend") == "apptainer"
+    return study.section("evaluation")["backend"] == "apptainer"
 
 
 def run_images(study: Study, agent: str) -> list[str]:
@@ -95,10 +100,10 @@ def run_images(study: Study, agent: str) -> list[str]:
     if not uses_vllm(study):
         return []
     out = []
-    server = (study.section("model").get("vllm") or {}).get("apptainer_image")
+    server = study.section("model")["vllm"].get("apptainer_image")  # optional: vllm on the host
     if server:
         out.append(expand_path(server, "model.vllm.apptainer_image"))
-    agent_image = (study.section("agent").get(agent) or {}).get("apptainer_image")
+    agent_image = study.section("agent")[agent].get("apptainer_image")  # optional
     if agent_image:
         out.append(expand_path(agent_image, f"agent.{agent}.apptainer_image"))
     return out
@@ -123,7 +128,7 @@ def pull_chunks(study: Study) -> list[PullChunk]:
     chunks = []
     for index, start in enumerate(range(0, len(ids), size)):
         part = tuple(ids[start : start + size])
-        digest = hashlib.sha256("\n".join(part).encode()).hexdigest()[:8]
+        digest = text_hex("\n".join(part))[:8]
         chunks.append(PullChunk(f"c{index:03d}-{digest}", part))
     return chunks
 

@@ -29,7 +29,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from forgetting import config_schema
 from forgetting.errors import UserError
+
+#: seconds the scripted stand-in may take to answer its health check (it starts in about one)
+SCRIPTED_STARTUP_TIMEOUT_S = 1800.0
+
+
+def served_name_of(model: Mapping[str, Any]) -> str:
+    """The name agents send in requests: ``model.served_name``, else ``model.name``."""
+    return str(model.get("served_name") or model["name"])
 
 
 class ModelServerError(UserError):
@@ -43,44 +52,40 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def vllm_command(model: Mapping[str, Any], *, host: str, port: int) -> list[str]:
-    """The ``vllm serve`` command line for the study's model section.
-
-    ``model.vllm`` keys: ``executable`` (default ``vllm``), ``apptainer_image`` (run inside it
-    with ``apptainer exec --nv``), ``gpu_memory_utilization``, ``tensor_parallel_size``,
-    ``max_num_seqs``, ``extra_args`` (list), ``tool_call_parser`` (default ``qwen3_coder``).
-    """
-    v = dict(model.get("vllm") or {})
+    """The ``vllm serve`` command line for the study's model section (or part of one: checked
+    against the schema, its defaults filled; the ``model.vllm`` keys are in config/README.md).
+    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv``."""
+    model = config_schema.section("model", model)
+    v = model["vllm"]
     cmd: list[str] = []
     image = v.get("apptainer_image")
     if image:
-        cmd += [str(v.get("apptainer", "apptainer")), "exec", "--nv", "--cleanenv", str(image)]
-    cmd += [str(v.get("executable", "vllm")), "serve", str(model["name"])]
+        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv", str(image)]
+    cmd += [str(v["executable"]), "serve", str(model["name"])]
     cmd += ["--host", host, "--port", str(port)]
-    cmd += ["--served-model-name", str(model.get("served_name") or model["name"])]
-    cmd += ["--max-model-len", str(model.get("context_window", 262144))]
+    cmd += ["--served-model-name", served_name_of(model)]
+    cmd += ["--max-model-len", str(model["context_window"])]
     cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
-    cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v.get("tool_call_parser", "qwen3_coder"))]
-    cmd += ["--gpu-memory-utilization", str(v.get("gpu_memory_utilization", 0.9))]
-    if v.get("tensor_parallel_size"):
-        cmd += ["--tensor-parallel-size", str(v["tensor_parallel_size"])]
-    if v.get("max_num_seqs"):
-        cmd += ["--max-num-seqs", str(v["max_num_seqs"])]
-    if v.get("seed") is not None:
-        cmd += ["--seed", str(v["seed"])]
-    cmd += [str(a) for a in v.get("extra_args") or []]
+    cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v["tool_call_parser"])]
+    cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
+    for key, option in (("tensor_parallel_size", "--tensor-parallel-size"), ("max_num_seqs", "--max-num-seqs"),
+                        ("seed", "--seed")):
+        if v.get(key) is not None:  # optional: vLLM's own default when left out
+            cmd += [option, str(v[key])]
+    cmd += [str(a) for a in v["extra_args"]]
     return cmd
 
 
 def scripted_command(model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
     """The scripted stand-in model's server command line: the ``model.scripted`` settings (as
     JSON), the served name, and ``tasks`` (the demo tasks directory, which the batch adds)."""
-    s = dict(model.get("scripted") or {})
+    s = dict(model["scripted"])
     tasks = s.pop("tasks", None)
     cmd = [sys.executable, "-m", "forgetting", "scripted-model", "--host", host, "--port", str(port)]
     cmd += ["--seed", str(s.pop("seed", seed))]
     if s:
         cmd += ["--settings", json.dumps(s, sort_keys=True)]
-    cmd += ["--served-name", str(model.get("served_name") or model.get("name") or "scripted")]
+    cmd += ["--served-name", served_name_of(model)]
     if tasks:
         cmd += ["--tasks", str(tasks)]
     return cmd
@@ -231,7 +236,12 @@ def serving(
     model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None
 ) -> Iterator[ModelServer]:
     """Start the model server, yield it while healthy, always shut it down."""
-    startup = timeout_s or float((model.get(model["backend"]) or {}).get("startup_timeout_s", 1800))
+    if timeout_s is not None:
+        startup = timeout_s
+    elif model["backend"] == "vllm":
+        startup = float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
+    else:
+        startup = SCRIPTED_STARTUP_TIMEOUT_S
     server = server_for(model, log_path=log_path, seed=seed)
     server.start(timeout_s=startup, env=package_env() if model["backend"] == "scripted" else None)
     try:

@@ -11,7 +11,6 @@ never reuses the name of a batch of the full plan.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +18,7 @@ from typing import Any
 
 from forgetting.config import Study
 from forgetting.grid import Deletion
-
-
-def derive_seed(study_seed: int, run_id: str) -> int:
-    """A 63-bit seed from the study seed and a run id (stable across Python versions)."""
-    digest = hashlib.sha256(f"{study_seed}/{run_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
+from forgetting.seeds import derive_seed, text_hex
 
 
 @dataclass(frozen=True)
@@ -109,13 +103,13 @@ def _chunks(seq: Sequence[Run], size: int) -> Iterator[Sequence[Run]]:
 
 
 def batch_name(runs: Iterable[Run], index: int) -> str:
-    digest = hashlib.sha256("\n".join(r.run_id for r in runs).encode()).hexdigest()[:8]
+    digest = text_hex("\n".join(r.run_id for r in runs))[:8]
     return f"b{index:03d}-{digest}"
 
 
 def plan_batches(study: Study, runs: Sequence[Run] | None = None) -> list[Batch]:
     """Runs grouped by (agent, configuration) into chunks of ``execution.batch_size``."""
-    size = int(study.section("execution").get("batch_size", 100))
+    size = int(study.section("execution")["batch_size"])
     runs = plan_runs(study) if runs is None else runs
     groups: dict[tuple[str, str], list[Run]] = {}
     for r in runs:

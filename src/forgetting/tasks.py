@@ -8,13 +8,13 @@ user with the paper's list points ``tasks.ids_file`` at it.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.seeds import text_hex
 
 
 def read_id_file(path: Path, *, key: str) -> list[str]:
@@ -35,7 +35,7 @@ def known_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> set[st
     if dataset["kind"] == "demo":
         from forgetting.demo.tasks import demo_task_ids  # the demo's own registry
 
-        instances = dataset.get("instances", "resources/demo/tasks")
+        instances = dataset["instances"]
         path = Path(instances) if Path(instances).is_absolute() else root / instances
         if not path.is_dir():
             raise ConfigError(f"{source}: dataset.instances: demo task directory not found: {path}")
@@ -49,7 +49,7 @@ def known_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> set[st
 
 def load_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> list[str]:
     """The configured task ids, in file order; duplicates and unknown ids are errors."""
-    tasks = cfg.get("tasks") or {}
+    tasks = cfg["tasks"]
     if "ids" in tasks and "ids_file" in tasks:
         raise ConfigError(f"{source}: tasks: give either ids or ids_file, not both")
     if "ids" in tasks:
@@ -98,7 +98,7 @@ def _largest_remainder(counts: Mapping[str, int], n: int) -> dict[str, int]:
 
 
 def _rank(seed: int, instance_id: str) -> str:
-    return hashlib.sha256(f"{seed}:{instance_id}".encode()).hexdigest()
+    return text_hex(f"{seed}:{instance_id}")
 
 
 def stratified_sample(ids: Iterable[str], n: int, seed: int) -> list[str]:

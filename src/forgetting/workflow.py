@@ -38,7 +38,7 @@ class WorkflowPlan:
 
     @property
     def regenerate(self) -> bool:
-        return bool(self.study.raw.get("regenerate"))
+        return bool(self.study.raw["regenerate"])
 
     def batch(self, agent: str, configuration: str, name: str) -> Batch:
         return self.by_key[f"{agent}/{configuration}/{name}"]
@@ -78,7 +78,7 @@ def load(config: Mapping[str, Any], root: str | Path = ".", source: str = "confi
         raise SystemExit(2) from None
     runs = plan_runs(study)
     batches = tuple(plan_batches(study, runs))
-    rel = Path(study.raw["study"].get("results_dir", "results"))
+    rel = Path(study.section("study")["results_dir"])
     return WorkflowPlan(study, Layout(rel), batches, {b.key: b for b in batches})
 
 

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgetting.config import parse_configuration_name
 from forgetting.deletion import Reducer, reduce_history
 from forgetting.deletion.batch_policy import batch_frontier
 from forgetting.deletion.files import action_files, command_files, same_file
@@ -20,6 +19,7 @@ from forgetting.deletion.policy import HistoryView, PolicyContext, make_policy
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
 from forgetting.messages import Action, actions, segment
+from forgetting.naming import parse_configuration_name
 from forgetting.policies import build_policies
 from forgetting_testkit.histories import (
     ACTIONS,
@@ -35,7 +35,7 @@ from forgetting_testkit.histories import (
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 seeds = st.integers(0, 2**63 - 1)
-CONTEXT = PolicyContext(turn_cap=12)
+CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
 
 #: every policy beyond the paper, at several parameters
 POLICY_NAMES = [
@@ -335,7 +335,7 @@ def test_gate_decisions_by_hand_on_a_small_history():
             }
         ],
         "k",
-        PolicyContext(turn_cap=60),
+        PolicyContext.from_config({"agent": {"turn_cap": 60}}),
     )
     assert d.name == "gate5-delayed-turn-tool_output-100"
     assert (d.params["cached_input"], d.params["cache_write"]) == (0.09, 0.45)  # the paper's price sheet
@@ -380,7 +380,7 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
             }
         ],
         "k",
-        PolicyContext(turn_cap=60),
+        PolicyContext.from_config({"agent": {"turn_cap": 60}}),
     )
     steps = make_policy(d).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
     # keep_last 0: at m = 1 only turn 1's own output is pending: nothing cached to re-bill
@@ -390,7 +390,9 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
 
 
 def test_gate_prices_come_from_the_configured_profile(repo_root):
-    ctx = PolicyContext(turn_cap=200, pricing_dir=repo_root / "resources/pricing", pricing_primary="paper")
+    ctx = PolicyContext.from_config(
+        {"agent": {"turn_cap": 200}, "pricing": {"dir": str(repo_root / "resources/pricing"), "primary": "paper"}}
+    )
     entry = {"policy": "gate", "scope": "both", "granularity": "turn", "amount": 50, "timing": "delayed"}
     (d,) = build_policies([{**entry, "pricing": "write-premium-ttl"}], "k", ctx)
     assert d.params["pricing"] == "write-premium-ttl" and d.params["cache_write"] > d.params["input"]
@@ -418,7 +420,7 @@ def sized_histories(draw) -> list[dict]:
 
 
 GATES = [
-    parse_configuration_name(n, "test", PolicyContext(turn_cap=30))
+    parse_configuration_name(n, "test", PolicyContext.from_config({"agent": {"turn_cap": 30}}))
     for n in ("gate-delayed-turn-tool_output-100", "gate4-immediate-turn-both-100", "gate6-keep3-token-both-50")
 ]
 

@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 from forgetting import tokenizer
 from forgetting.behaviour import label_run, load_deletions
 from forgetting.calllog import CallLogWriter, read_call_log
-from forgetting.config import parse_configuration_name
 from forgetting.cost import cost_run, load_profiles
 from forgetting.deletion import DEFAULT_PLACEHOLDERS, PartDeletion, Reducer
 from forgetting.deletion.policy import PolicyContext
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.messages import segment
+from forgetting.naming import parse_configuration_name
 from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 
-CONTEXT = PolicyContext(turn_cap=12)
+CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters
 CONFIGURATIONS = [
     *paper_configurations(),

@@ -204,7 +204,7 @@ def test_settings_check_their_values() -> None:
 
 def test_schema_defaults_match_the_settings() -> None:
     props = load_schema()["properties"]["model"]["properties"]["scripted"]["properties"]
-    defaults = ScriptedSettings()
+    defaults = ScriptedSettings.from_mapping()
     assert set(props) == set(defaults.__dataclass_fields__)
     for key, spec in props.items():
         assert spec["default"] == getattr(defaults, key), key

@@ -191,15 +191,15 @@ def test_fragment_errors_follow_their_seeded_rate(at_first_edit, style: str) -> 
 
 def test_same_request_same_reply_and_the_seed_header_varies_runs(tmp_path: Path, style: str) -> None:
     repo = S.checkout(tmp_path / "repo")
-    m = S.model(ScriptedSettings())
+    m = S.model(ScriptedSettings.from_mapping())
     run = S.drive(m, repo, style=style, seed_header="a", stop_before=until("test"))
     for sent, response in zip(run.sent, run.responses, strict=True):
-        again = ask(S.model(ScriptedSettings()), sent, style, header="a")[2]
+        again = ask(S.model(ScriptedSettings.from_mapping()), sent, style, header="a")[2]
         assert again["choices"] == response["choices"]
         assert again["usage"]["prompt_tokens"] == response["usage"]["prompt_tokens"]
     # same header, fresh repository: the identical run
     replay = S.drive(
-        S.model(ScriptedSettings()),
+        S.model(ScriptedSettings.from_mapping()),
         S.checkout(tmp_path / "again"),
         style=style,
         seed_header="a",
@@ -210,7 +210,7 @@ def test_same_request_same_reply_and_the_seed_header_varies_runs(tmp_path: Path,
     variants = set()
     for k in range(8):
         other = S.drive(
-            S.model(ScriptedSettings()),
+            S.model(ScriptedSettings.from_mapping()),
             S.checkout(tmp_path / f"r{k}"),
             style=style,
             seed_header=f"repeat-{k}",
@@ -315,7 +315,7 @@ def _visible_before_edit(run: S.Run) -> None:
 def test_never_edits_unseen_text(tmp_path: Path, deleter, label: str) -> None:
     for k in range(3):
         run = S.drive(
-            S.model(ScriptedSettings()),
+            S.model(ScriptedSettings.from_mapping()),
             S.checkout(tmp_path / f"r{k}"),
             delete=deleter,
             seed_header=f"{label}-{k}",
@@ -331,7 +331,7 @@ def test_immediate_total_deletion_ends_before_the_cap(tmp_path: Path) -> None:
     lengths = []
     for k in range(4):
         run = S.drive(
-            S.model(ScriptedSettings(stubborn_rate=0.0)),
+            S.model(ScriptedSettings.from_mapping({"stubborn_rate": 0.0})),
             S.checkout(tmp_path / f"r{k}"),
             delete=deleter,
             seed_header=f"imm-{k}",
@@ -344,7 +344,7 @@ def test_immediate_total_deletion_ends_before_the_cap(tmp_path: Path) -> None:
     assert max(lengths) < 60
     # a stubborn run loops: ten or more identical reads in a row
     stubborn = S.drive(
-        S.model(ScriptedSettings(stubborn_rate=1.0)),
+        S.model(ScriptedSettings.from_mapping({"stubborn_rate": 1.0})),
         S.checkout(tmp_path / "stubborn"),
         delete=deleter,
         seed_header="imm-0",

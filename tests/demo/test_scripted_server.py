@@ -70,7 +70,7 @@ def test_each_run_meets_its_own_prefix_cache_unless_shared(tmp_path: Path) -> No
     first = S.start_messages("tool_calls")
     request = {"messages": first, "tools": [S.BASH_TOOL]}
     for per_run, second_run_hits in ((True, False), (False, True)):
-        model = S.model(settings=ScriptedSettings(cache_per_run=per_run))
+        model = S.model(settings=ScriptedSettings.from_mapping({"cache_per_run": per_run}))
         cached = [
             model.complete(request, seed)["usage"]["prompt_tokens_details"]["cached_tokens"]
             for seed in ("11", "11", "22")
@@ -89,7 +89,7 @@ def test_max_tokens_cuts_the_reply_short() -> None:
 
 def test_http_endpoints_and_the_seed_header(tmp_path: Path) -> None:
     messages = S.start_messages("text")
-    with ScriptedModelServer(S.TASKS, settings=S.ScriptedSettings()) as server:
+    with ScriptedModelServer(S.TASKS, settings=S.ScriptedSettings.from_mapping()) as server:
         assert server.url == f"http://127.0.0.1:{server.port}/v1"
         status, health = http(server.root_url + "/health")
         assert status == 200 and health["status"] == "ok" and "stand-in" in health["stand_in"]
@@ -111,7 +111,7 @@ def test_http_endpoints_and_the_seed_header(tmp_path: Path) -> None:
             replies[header] = body["choices"][0]["message"]
         # the same as in process with the same run key
         for header, message in replies.items():
-            in_process = S.model(S.ScriptedSettings()).complete({"messages": messages}, header)
+            in_process = S.model(S.ScriptedSettings.from_mapping()).complete({"messages": messages}, header)
             assert in_process["choices"][0]["message"] == message
         status, err = http(server.url + "/chat/completions", {"messages": []})
         assert status == 400 and "messages" in err["error"]["message"]

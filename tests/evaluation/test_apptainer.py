@@ -45,7 +45,7 @@ def test_image_names_follow_the_harness():
 
 
 def test_pull_command_exactly():
-    settings = ApptainerSettings(pull_args=("--disable-cache",))
+    settings = ApptainerSettings.from_section({"pull_args": ["--disable-cache"]})
     cmd = pull_command(
         {"instance_id": "django__django-11099"}, Path("/sif/django__django-11099.sif"), settings
     )
@@ -60,7 +60,8 @@ def test_pull_command_exactly():
 
 def test_exec_command_exactly():
     cmd = exec_command(
-        Path("/sif/django__django-11099.sif"), Path("/res/runs/mini/baseline/t/1/eval"), ApptainerSettings()
+        Path("/sif/django__django-11099.sif"), Path("/res/runs/mini/baseline/t/1/eval"),
+        ApptainerSettings.from_section(),
     )
     assert cmd == [
         "apptainer",
@@ -78,7 +79,7 @@ def test_exec_command_exactly():
         "/forgetting/run.sh",
     ]
     with pytest.raises(UserError, match="bind path cannot contain"):
-        exec_command(Path("/sif/x.sif"), Path("/res/a:b/eval"), ApptainerSettings())
+        exec_command(Path("/sif/x.sif"), Path("/res/a:b/eval"), ApptainerSettings.from_section())
 
 
 CLUSTER_SIF = os.environ.get("FORGETTING_APPTAINER_SIF")  # a pulled SWE-bench image: DIR/<instance_id>.sif
@@ -93,7 +94,7 @@ CLUSTER_ROW = os.environ.get("FORGETTING_APPTAINER_ROW")  # that instance's data
 )
 def test_gold_patch_in_a_real_swebench_image(tmp_path):
     row = json.loads(Path(CLUSTER_ROW).read_text())
-    settings = EvalSettings(backend="apptainer", image_dir=Path(CLUSTER_SIF).parent)
+    settings = EvalSettings.from_section({"backend": "apptainer", "image_dir": str(Path(CLUSTER_SIF).parent)})
     backend = ApptainerBackend(settings)
     backend.check({row["instance_id"]: row})
     report = evaluate_patch(row, row["patch"], backend, out_dir=tmp_path)
@@ -101,10 +102,10 @@ def test_gold_patch_in_a_real_swebench_image(tmp_path):
 
 
 def test_missing_binary_and_classic_rows_are_one_line_errors(tmp_path):
-    backend = ApptainerBackend(EvalSettings(apptainer=ApptainerSettings(executable=str(tmp_path / "nope"))))
+    backend = ApptainerBackend(EvalSettings.from_section({"apptainer": {"executable": str(tmp_path / "nope")}}))
     with pytest.raises(UserError, match=r"nope.* not found on PATH \(evaluation.apptainer.executable\)"):
         backend.check({})
-    backend = ApptainerBackend(EvalSettings(apptainer=ApptainerSettings(executable=sys.executable)))
+    backend = ApptainerBackend(EvalSettings.from_section({"apptainer": {"executable": sys.executable}}))
     classic = {"instance_id": "a__b-1", "FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]"}
     with pytest.raises(
         ResourceError, match=r"instance a__b-1: its dataset row lacks eval_script, log_parser, eval_type"
@@ -156,12 +157,10 @@ def fake(tmp_path, monkeypatch):
     evaltask.build_repo(testbed)
     monkeypatch.setenv("FAKE_APPTAINER_CALLS", str(calls))
     monkeypatch.setenv("FAKE_TESTBED", str(testbed))
-    settings = EvalSettings(
-        backend="apptainer",
-        timeout_s=60,
-        image_dir=tmp_path / "sif",
-        apptainer=ApptainerSettings(executable=str(exe)),
-    )
+    settings = EvalSettings.from_section({
+        "backend": "apptainer", "timeout_s": 60, "image_dir": str(tmp_path / "sif"),
+        "apptainer": {"executable": str(exe)},
+    })
     return settings, calls
 
 
@@ -206,7 +205,7 @@ def test_backend_patch_failure_and_timeout(row, fake, tmp_path, monkeypatch):
 
 def test_failed_pull_is_an_error_status(row, fake, tmp_path):
     settings, _ = fake
-    broken = replace(settings, apptainer=ApptainerSettings(executable="false"))
+    broken = replace(settings, apptainer=ApptainerSettings.from_section({"executable": "false"}))
     with pytest.raises(ResourceError, match=r"apptainer pull docker://swebench/.* failed \(exit 1\)"):
         pull_image(row, tmp_path / "sif2", broken.apptainer)
     assert list((tmp_path / "sif2").iterdir()) == []  # nothing half-pulled is left

@@ -35,7 +35,7 @@ pytestmark = [
 @pytest.mark.parametrize("instance_id", IDS or ["none"])
 def test_demo_task_gold_resolves_and_others_do_not(instance_id, tmp_path):
     instance = demo_tasks.load_instance(TASKS, instance_id)
-    backend = LocalBackend(EvalSettings(timeout_s=300), checkout=demo_checkout(TASKS))
+    backend = LocalBackend(EvalSettings.from_section({"timeout_s": 300}), checkout=demo_checkout(TASKS))
     gold = evaluate_patch(instance, instance["patch"], backend, out_dir=tmp_path / "gold")
     assert gold.status == "resolved", (tmp_path / "gold" / "eval" / "test_output.txt").read_text()[-3000:]
     unrelated = evaluate_patch(instance, UNRELATED, backend, out_dir=tmp_path / "unrelated")

@@ -23,7 +23,7 @@ from forgetting.evaluation.docker_harness import (
 )
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.grading import spec_for
-from forgetting.evaluation.settings import DockerSettings, EvalSettings
+from forgetting.evaluation.settings import EvalSettings
 from forgetting_testkit import evaltask
 
 RUN_ID = "mini/baseline/demo__calc-1/1"
@@ -84,7 +84,7 @@ def test_missing_engine_is_named(no_engine):
 
 
 def test_check_names_rows_lacking_harness_fields_before_the_engine(row, no_engine):
-    backend = DockerBackend(EvalSettings(backend="docker"))
+    backend = DockerBackend(EvalSettings.from_section({"backend": "docker"}))
     classic = {k: v for k, v in row.items() if k not in ("image", "eval_script", "log_parser", "eval_type")}
     with pytest.raises(ResourceError, match="lacks image, eval_script, log_parser, eval_type"):
         backend.check({"demo__calc-1": classic})
@@ -93,7 +93,7 @@ def test_check_names_rows_lacking_harness_fields_before_the_engine(row, no_engin
 
 
 def test_real_harness_accepts_the_files_and_stops_at_the_engine(row, tmp_path, no_engine):
-    backend = DockerBackend(EvalSettings(backend="docker", docker=DockerSettings(python=sys.executable)))
+    backend = DockerBackend(EvalSettings.from_section({"backend": "docker", "docker": {"python": sys.executable}}))
     report = evaluate_patch(row, evaltask.patch("gold"), backend, out_dir=tmp_path, run_id=RUN_ID)
     work = tmp_path / "eval"
     # the harness parsed our arguments, read the predictions and the instance file, recorded

@@ -60,7 +60,7 @@ def stats(on_error: str, eval_errors=(ERRORED,), missing=()):
         runs_table(missing=missing, eval_errors=eval_errors),
         tool_calls_table(),
         None,
-        StatsSettings(resamples=300, seed=3, on_error=on_error),
+        StatsSettings.from_section({"resamples": 300, "seed": 3}, on_error=on_error),
         task_order=TASKS,
         redo_command="forgetting evaluate --errored --config study.yaml",
     )
@@ -141,8 +141,8 @@ def test_exclude_is_the_same_as_both_sides_of_the_task_missing():
     excluded = effects(stats("exclude"))
     missing = {ERRORED, run_id("mini", "baseline", "A", 1), run_id("mini", "baseline", "A", 2)}
     dropped = compute_statistics(
-        runs_table(missing=missing), tool_calls_table(), None, StatsSettings(resamples=300, seed=3),
-        task_order=TASKS,
+        runs_table(missing=missing), tool_calls_table(), None,
+        StatsSettings.from_section({"resamples": 300, "seed": 3}), task_order=TASKS,
     )
     numbers = ("value", "reference", "estimate", "ci_low", "ci_high", "p_value", "n_tasks", "n_undefined")
     for (conf, metric), row in effects(dropped).items():
@@ -184,7 +184,7 @@ def test_unresolved_counts_the_errored_run_as_not_solved():
 def test_table1_counts_the_errors_per_evaluation_and_says_what_was_done(on_error, words):
     out = stats(on_error)
     st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"],
-                                 StatsSettings(resamples=300, seed=3, on_error=on_error))
+                                 StatsSettings.from_section({"resamples": 300, "seed": 3}, on_error=on_error))
     t = table1(st)
     assert [h.header for h in t.columns][-1] == "Eval errors"
     assert {r["timing"] + "/" + r["scope"]: r["errors"] for r in t.rows} == {

@@ -22,7 +22,7 @@ def instance(tmp_path_factory):
 
 
 def backend(timeout_s: int = 60) -> LocalBackend:
-    return LocalBackend(EvalSettings(timeout_s=timeout_s), checkout=evaltask.checkout)
+    return LocalBackend(EvalSettings.from_section({"timeout_s": timeout_s}), checkout=evaltask.checkout)
 
 
 def evaluate(instance, patch: str, tmp_path, timeout_s: int = 60):
@@ -96,7 +96,7 @@ def test_a_crashing_checkout_is_an_error_status_not_a_crash(instance, tmp_path):
     def broken(instance, dest):
         raise OSError("disk full")
 
-    b = LocalBackend(EvalSettings(), checkout=broken)
+    b = LocalBackend(EvalSettings.from_section(), checkout=broken)
     report = evaluate_patch(instance, evaltask.patch("gold"), b, out_dir=tmp_path)
     assert (report.status, report.error) == ("error", "OSError: disk full")
     assert json.loads((tmp_path / "eval.json").read_text())["status"] == "error"

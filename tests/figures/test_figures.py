@@ -106,7 +106,7 @@ def _stats(configurations: dict[str, dict]) -> StatsTables:
                for a in AGENTS for i, n in enumerate(names[1:]) for m in METRICS}
     summary = {(a, n): _summary(a, n, i, configurations.get(n)) for a in AGENTS for i, n in enumerate(names)}
     return StatsTables(effects=effects, summary=summary, summary_order=list(summary), comparisons=[],
-                       settings=StatsSettings(), provenance="SYNTHETIC DATA: a test's statistics.")
+                       settings=StatsSettings.from_section(), provenance="SYNTHETIC DATA: a test's statistics.")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forgetting.agents import TRAE_COMMIT
 from forgetting.errors import ConfigError
 from forgetting.layout import RUN_JSON
 from forgetting.model_server import scripted_command
@@ -20,9 +21,9 @@ from forgetting.runner.batch import model_section
 from forgetting.runner.context import RunContext
 from forgetting.runner.outcome import classify_mini
 from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, stale_dirs, temp_dir_for
-from forgetting.runner.settings import TRAE_COMMIT, RunnerSettings, TraeSettings
+from forgetting.runner.settings import RunnerSettings
 from forgetting.runner.workspace import Workspace
-from forgetting_testkit.runner import TASKS, study_at
+from forgetting_testkit.runner import TASKS, runner_settings, study_at
 
 # ------------------------------------------------------------------ statuses
 
@@ -118,12 +119,12 @@ def test_finalize_writes_run_json_last_and_replaces_an_older_run(tmp_path):
 
 
 def test_mini_uses_its_own_swebench_configs_with_the_study_limits(tmp_path):
-    settings = RunnerSettings(turn_cap=60, run_timeout_s=900, model={"backend": "scripted", "name": "x",
-                                                                    "served_name": "scripted", "temperature": 0,
-                                                                    "max_tokens": 4096})
-    assert mini.config_path("mini", settings).name == "swebench.yaml"
-    assert mini.config_path("mini-text", settings).name == "swebench_backticks.yaml"
-    config = mini.load_config("mini", settings)
+    settings = runner_settings(agent={"turn_cap": 60}, execution={"run_timeout_s": 900},
+                               model={"backend": "scripted", "name": "x", "served_name": "scripted",
+                                      "temperature": 0, "max_tokens": 4096})
+    assert mini.config_path("mini").name == "swebench.yaml"
+    assert mini.config_path("mini-text").name == "swebench_backticks.yaml"
+    config = mini.load_config("mini")
     model = mini.model_config(config, settings, "http://127.0.0.1:9999/v1")
     assert model["model_name"] == "hosted_vllm/scripted"
     assert model["model_kwargs"] == {"drop_params": True, "parallel_tool_calls": True,
@@ -144,26 +145,26 @@ def test_the_action_pattern_is_the_agents_own(tmp_path):
 
     from forgetting.runner.execute import action_syntax
 
-    assert action_syntax("mini", RunnerSettings()) is None and action_syntax("trae", RunnerSettings()) is None
-    default = action_syntax("mini-text", RunnerSettings())
+    assert action_syntax("mini") is None and action_syntax("trae") is None
+    default = action_syntax("mini-text")
     assert default.regex == LitellmTextbasedModelConfig.model_fields["action_regex"].default
-    assert "action_regex" not in (mini.load_config("mini-text", RunnerSettings())["model"])
+    assert "action_regex" not in (mini.load_config("mini-text")["model"])
     own = tmp_path / "mine.yaml"
-    config = mini.load_config("mini-text", RunnerSettings())
+    config = mini.load_config("mini-text")
     config["model"]["action_regex"] = r"```run\s*\n(.*?)\n```"
     own.write_text(yaml.safe_dump(config))
-    custom = action_syntax("mini-text", RunnerSettings(mini_config_files={"mini-text": own}))
+    custom = action_syntax("mini-text", own)
     assert (custom.regex, custom.source) == (r"```run\s*\n(.*?)\n```", f"{own}: model.action_regex")
     assert custom.commands("why\n```bash\nls\n```\n```run\nmake\n```") == ["make"]
     config["model"]["action_regex"] = "```(unclosed"
     own.write_text(yaml.safe_dump(config))
     with pytest.raises(ConfigError, match=r"agent.mini-text.config_file: .*mine.yaml: model.action_regex: "):
-        action_syntax("mini-text", RunnerSettings(mini_config_files={"mini-text": own}))
+        action_syntax("mini-text", own)
 
 
 def test_mini_local_shell_gets_this_python_first_and_no_bytecode(monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    config = mini.load_config("mini", RunnerSettings())
+    config = mini.load_config("mini")
     env = mini.shell_env(config, local=True)
     assert env["PATH"].split(os.pathsep)[:2] == [str(Path(sys.executable).parent), "/usr/bin"]
     assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["PYTHONPATH"] == ""
@@ -182,9 +183,9 @@ def _trae_ctx(tmp_path: Path, settings: RunnerSettings, local: bool) -> RunConte
 
 
 def test_trae_config_points_its_chat_completions_provider_at_the_proxy():
-    settings = RunnerSettings(turn_cap=200, model={"backend": "vllm", "name": "Qwen/Qwen3-Coder-30B-A3B-Instruct",
-                                                   "served_name": "qwen3-coder", "temperature": 0,
-                                                   "max_tokens": 8192})
+    settings = runner_settings(agent={"turn_cap": 200},
+                               model={"backend": "vllm", "name": "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+                                      "served_name": "qwen3-coder", "temperature": 0, "max_tokens": 8192})
     config = trae.trae_config(settings, "http://127.0.0.1:4100/v1")
     agent = config["agents"]["trae_agent"]
     assert agent == {"enable_lakeview": False, "model": "study_model", "max_steps": 200,
@@ -197,7 +198,8 @@ def test_trae_config_points_its_chat_completions_provider_at_the_proxy():
 
 
 def test_trae_command_line_inside_the_instance_image(tmp_path):
-    settings = RunnerSettings(apptainer="apptainer", trae=TraeSettings(apptainer_image=Path("/img/trae.sif")))
+    settings = runner_settings(evaluation={"apptainer": {"executable": "apptainer"}},
+                               agent={"trae": {"apptainer_image": "/img/trae.sif"}})
     ctx = _trae_ctx(tmp_path, settings, local=False)
     out = str(ctx.out)
     assert trae.command(ctx) == [
@@ -216,12 +218,12 @@ def test_trae_command_line_inside_the_instance_image(tmp_path):
         "--trajectory-file", "/forgetting-run/trajectory.json",
         "--console-type", "simple",
     ]
-    settings = RunnerSettings(trae=TraeSettings(install_dir=Path("/shared/trae-agent")))
+    settings = runner_settings(agent={"trae": {"install_dir": "/shared/trae-agent"}})
     assert "/shared/trae-agent:/opt/trae-agent:ro" in trae.command(_trae_ctx(tmp_path, settings, local=False))
 
 
 def test_trae_command_line_on_a_local_checkout(tmp_path):
-    settings = RunnerSettings(trae=TraeSettings(executable="/usr/local/bin/trae-cli"))
+    settings = runner_settings(agent={"trae": {"executable": "/usr/local/bin/trae-cli"}})
     ctx = _trae_ctx(tmp_path, settings, local=True)
     cmd = trae.command(ctx)
     assert cmd[:2] == ["/usr/local/bin/trae-cli", "run"]
@@ -237,10 +239,11 @@ def test_trae_environment_drops_the_provider_variables_trae_prefers_to_its_confi
 
 
 def test_trae_on_swebench_tasks_needs_its_image(tmp_path):
-    settings = RunnerSettings(dataset_kind="swebench")
+    settings = runner_settings(dataset={"kind": "swebench"})
     with pytest.raises(ConfigError, match=r"agent\.trae: give apptainer_image"):
         trae.check_ready(settings)
-    settings = RunnerSettings(dataset_kind="swebench", trae=TraeSettings(apptainer_image=tmp_path / "no.sif"))
+    settings = runner_settings(dataset={"kind": "swebench"},
+                               agent={"trae": {"apptainer_image": str(tmp_path / "no.sif")}})
     with pytest.raises(ConfigError, match=r"no\.sif not found"):
         trae.check_ready(settings)
     assert TRAE_COMMIT == "e839e559ac61bdd0e057c375dd1dee391fee797d"
@@ -313,8 +316,10 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
     rows.write_text(json.dumps(row) + "\n")
     images = tmp_path / "sif"
     images.mkdir()
-    settings = RunnerSettings(dataset_kind="swebench", instances=rows, image_dir=images,
-                              apptainer=str(tmp_path / "apptainer"), command_timeout_s=30)
+    settings = runner_settings(
+        dataset={"kind": "swebench", "instances": str(rows)}, agent={"command_timeout_s": 30},
+        evaluation={"image_dir": str(images), "apptainer": {"executable": str(tmp_path / "apptainer")}},
+    )
     assert problem_statement(settings, "django__django-11099") == "UsernameValidator"
     with pytest.raises(InfraFailure, match=r"django__django-11099\.sif not found"):
         make_workspace(settings, "django__django-11099", "mini/baseline/django__django-11099/1")
@@ -331,7 +336,7 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
     run = plan_runs(study_at(tmp_path / "study"))[0]
     ctx = RunContext(run, settings, tmp_path / "out", tmp_path / "scratch", ws, "fix it", "http://127.0.0.1:1/v1")
     (tmp_path / "scratch").mkdir()
-    config = mini.load_config("mini", settings)
+    config = mini.load_config("mini")
     env = mini._environment(ctx, config)
     assert type(env).__name__ == "SingularityEnvironment"
     assert (env.config.image, env.config.cwd, env.config.timeout) == (str(ws.image), "/testbed", 30)
@@ -348,7 +353,8 @@ def test_demo_workspaces_have_reproducible_paths(tmp_path):
     from forgetting.runner.workspace import make_workspace, workspace_dir
     from forgetting_testkit.checkout import ROOT
 
-    settings = RunnerSettings(scratch_dir=tmp_path, instances=ROOT / "resources/demo/tasks")
+    settings = runner_settings(execution={"scratch_dir": str(tmp_path)},
+                               dataset={"kind": "demo", "instances": str(ROOT / "resources/demo/tasks")})
     rid = "mini/baseline/demo__timekit-1/1"
     assert workspace_dir(settings, rid) == workspace_dir(settings, rid)  # no pid, no random name
     assert workspace_dir(settings, rid) != workspace_dir(settings, rid[:-1] + "2")

@@ -10,12 +10,12 @@ import json
 import pytest
 
 from forgetting import tokenizer
+from forgetting.agents import TRAE_COMMIT
 from forgetting.behaviour import label_run
 from forgetting.behaviour.load import load_trajectory
 from forgetting.calllog import read_call_log
 from forgetting.layout import CALLS, PATCH, TRAJECTORY
 from forgetting.runner import RunsNotFinished, run_batch
-from forgetting.runner.settings import TRAE_COMMIT
 from forgetting_testkit.runner import FAKE_TRAE, FAKE_VLLM_MODEL, batch_of, ok_calls, run_dir, run_json, study_at
 
 pytestmark = pytest.mark.slow

@@ -29,7 +29,7 @@ def effects_of(settings: StatsSettings, runs: pa.Table | None = None) -> dict[tu
     return out, {(r["configuration"], r["metric"]): r for r in out["effects"].to_pylist()}
 
 
-SETTINGS = StatsSettings(resamples=500, seed=1)
+SETTINGS = StatsSettings.from_section({"resamples": 500, "seed": 1})
 
 
 def test_point_estimates_by_hand():
@@ -72,14 +72,14 @@ def test_point_estimates_by_hand():
 
 
 def test_options_change_the_estimates_as_documented():
-    _, e = effects_of(StatsSettings(resamples=200, seed=1, baseline_median="task_mean"))
+    _, e = effects_of(StatsSettings.from_section({"resamples": 200, "seed": 1, "baseline_median": "task_mean"}))
     # per-task mean turns 50 35 55 75 → median 52.5 (pooled: 55)
     assert e[DELAYED, "turns"]["reference"] == 52.5
-    _, e = effects_of(StatsSettings(resamples=200, seed=1, refetch_rate="run_mean"))
+    _, e = effects_of(StatsSettings.from_section({"resamples": 200, "seed": 1, "refetch_rate": "run_mean"}))
     # baseline run rates 0 .25 .1 (B2: no reads) 0 .2 0 0 → 0.55 / 7; delayed .5 .2 (C: none) 0 → 0.7 / 3
     assert e[DELAYED, "refetch_rate"]["reference"] == pytest.approx(0.55 / 7)
     assert e[DELAYED, "refetch_rate"]["estimate"] == pytest.approx((0.7 / 3) / (0.55 / 7))
-    _, e = effects_of(StatsSettings(resamples=200, seed=1, cost_statistic="median"))
+    _, e = effects_of(StatsSettings.from_section({"resamples": 200, "seed": 1, "cost_statistic": "median"}))
     # flat cost medians: baseline pooled 1 3 4 5 6 7 8 9 → 5.5; delayed 2 4 6 10 → 5
     assert e[DELAYED, "cost_flat"]["estimate"] == pytest.approx(5 / 5.5)
 
@@ -97,7 +97,7 @@ def test_paired_comparison_by_hand():
 
 def test_every_bootstrap_row_equals_the_explicit_resample():
     data = StudyData.from_tables(runs_table(), tool_calls_table(), task_order=["A", "B", "C", "D"])
-    boot = Bootstrap(data, StatsSettings(resamples=300, seed=7))
+    boot = Bootstrap(data, StatsSettings.from_section({"resamples": 300, "seed": 7}))
     base, conf = data.baseline("mini"), data.groups[("mini", DELAYED)]
     mask = np.ones(4, dtype=bool)
     _, b = boot.statistics(base, mask)
@@ -130,7 +130,7 @@ def test_bootstrap_is_deterministic_and_the_interval_brackets_the_estimate(tmp_p
         assert (tmp_path / f"a-{name}.parquet").read_bytes() == (tmp_path / f"b-{name}.parquet").read_bytes()
     d = ea[DELAYED, "tasks_solved"]
     assert d["ci_low"] <= d["estimate"] <= d["ci_high"]
-    _, ec = effects_of(StatsSettings(resamples=500, seed=2))
+    _, ec = effects_of(StatsSettings.from_section({"resamples": 500, "seed": 2}))
     assert (
         ec[DELAYED, "turns"]["ci_low"] != ea[DELAYED, "turns"]["ci_low"]
         or ec[DELAYED, "turns"]["ci_high"] != ea[DELAYED, "turns"]["ci_high"]

@@ -85,7 +85,7 @@ def stats_tables(holm_family: str = "column") -> StatsTables:
         pa.Table.from_pylist(effects, schema=EFFECTS_SCHEMA),
         COMPARISONS_SCHEMA.empty_table(),
         pa.Table.from_pylist(summary, schema=SUMMARY_SCHEMA),
-        StatsSettings(resamples=10_000, seed=1, holm_family=holm_family),
+        StatsSettings.from_section({"resamples": 10_000, "seed": 1, "holm_family": holm_family}),
     )
 
 

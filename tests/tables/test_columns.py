@@ -16,7 +16,7 @@ from forgetting.tables.columns import Column, Estimate, Spec
 from forgetting.tables.writers import to_csv, to_latex, to_markdown
 from forgetting_testkit.hand_study import runs_table, tool_calls_table
 
-SETTINGS = StatsSettings(resamples=200, seed=1, confidence=0.9)
+SETTINGS = StatsSettings.from_section({"resamples": 200, "seed": 1, "confidence": 0.9})
 SPEC = Spec(
     "demo_spec",
     "A declared table",
@@ -103,7 +103,7 @@ def test_a_table_without_tests_has_no_holm_families():
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_every_table_shows_each_heading_and_writes_each_column_once(name):
-    settings = StatsSettings(resamples=200, seed=1)
+    settings = StatsSettings.from_section({"resamples": 200, "seed": 1})
     out = compute_statistics(runs_table(), tool_calls_table(), None, settings, task_order=["A", "B", "C", "D"])
     st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], settings)
     t = BUILDERS[name](st)

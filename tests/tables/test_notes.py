@@ -20,7 +20,7 @@ from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.hand_study import DELAYED, runs_table, tool_calls_table
 from forgetting_testkit.stats_study import make_study
 
-BASE = StatsSettings(resamples=300, seed=3)
+BASE = StatsSettings.from_section({"resamples": 300, "seed": 3})
 
 
 def tables(settings: StatsSettings, context: NoteContext | None = None):

@@ -16,7 +16,7 @@ from forgetting.tables.build import StatsTables, cost_breakdown, table1
 from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 TASKS = ["A", "B", "C", "D"]
-SETTINGS = StatsSettings(resamples=300, seed=3, missing_runs="mark")
+SETTINGS = StatsSettings.from_section({"resamples": 300, "seed": 3, "missing_runs": "mark"})
 MISSING = {run_id("mini", "baseline", "A", 1), run_id("mini", "baseline", "A", 2)}
 
 

@@ -54,7 +54,7 @@ def run_batch_resources():
     """runtime for every backend; a GPU only where the model is served by vLLM (the cluster
     profile maps gpu to the Slurm request; the demo stays on the local machine)."""
     execution = PLAN.study.section("execution")
-    resources = {"runtime": int(execution.get("batch_runtime_min", 720))}
-    if PLAN.study.section("model").get("backend") == "vllm":
+    resources = {"runtime": int(execution["batch_runtime_min"])}
+    if PLAN.study.section("model")["backend"] == "vllm":
         resources["gpu"] = 1
     return resources

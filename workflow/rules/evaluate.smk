@@ -9,7 +9,7 @@ rule evaluate_batch:
         manifest=f"{BATCH_DIR}/eval.json",
     log:
         f"{RESULTS}/logs/evaluate/{{agent}}/{{configuration}}/{{batch}}.log",
-    threads: int(PLAN.study.section("evaluation").get("workers", 1))
+    threads: int(PLAN.study.section("evaluation")["workers"])
     group:
         "post"
     conda:

@@ -212,10 +212,10 @@ def behaviour_options(study: Any) -> dict[str, Any]:
     """Keyword arguments for :func:`label_run` from a study config (``analysis``, ``agent``)."""
     analysis = study.section("analysis")
     agent = study.section("agent")
-    rules = analysis.get("label_rules")
+    rules = analysis.get("label_rules")  # optional: the packaged table
     return {
-        "threshold": float(analysis.get("refetch_threshold", 0.8)),
-        "looping_window": int(analysis.get("looping_window", 10)),
-        "turn_cap": int(agent["turn_cap"]) if agent.get("turn_cap") else None,
+        "threshold": float(analysis["refetch_threshold"]),
+        "looping_window": int(analysis["looping_window"]),
+        "turn_cap": int(agent["turn_cap"]),
         "rules": study.path(rules) if rules else None,
     }

@@ -86,9 +86,8 @@ FORMAT_1X, FORMAT_2X = "mini-swe-agent-1", "mini-swe-agent-1.1"
 def _installed_text_default() -> ActionSyntax:
     """The installed mini-swe-agent 2.x's text-mode action pattern (imports litellm: ~3 s)."""
     from forgetting.runner.mini import action_syntax
-    from forgetting.runner.settings import RunnerSettings
 
-    syntax = action_syntax("mini-text", RunnerSettings())
+    syntax = action_syntax("mini-text")
     assert syntax is not None
     return syntax
 

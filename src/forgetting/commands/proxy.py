@@ -37,14 +37,15 @@ def add_parser(sub: Any) -> None:
 def resolve_deletion(name: str, study: Any | None) -> Any:
     """A configuration by name: from the study when given (its policies included), else the paper's
     grid or a name of another policy's scheme (config/README.md; the study's turn cap and prices)."""
-    from forgetting.config import parse_configuration_name, policy_context
+    from forgetting.deletion.policy import PolicyContext
+    from forgetting.naming import parse_configuration_name
 
     if study is not None:
         try:
             return study.configuration(name)
         except KeyError:
             pass
-    context = policy_context(study.raw, study.root) if study is not None else None
+    context = PolicyContext.from_config(study.raw, study.root) if study is not None else None
     return parse_configuration_name(name, "--deletion", context)
 
 
@@ -54,7 +55,7 @@ def agent_actions(agent: str, study: Any | None) -> Any:
     from forgetting.runner.settings import RunnerSettings
 
     files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
-    return action_syntax(agent, RunnerSettings(mini_config_files=files))
+    return action_syntax(agent, files.get(agent))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     study = load_study(args.config) if args.config else None
     deletion = resolve_deletion(args.deletion, study)
-    settings = ProxySettings.from_study(study) if study is not None else ProxySettings()
+    settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
     if not 0 <= args.port <= 65535:
         from forgetting.errors import UserError
 

@@ -39,21 +39,23 @@ def run(args: argparse.Namespace) -> int:
     import signal
     import threading
 
+    from forgetting import config_schema
     from forgetting.atomic import write_text
     from forgetting.config import PROJECT_ROOT, load_study
     from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings
     from forgetting.errors import UserError
+    from forgetting.model_server import served_name_of
 
-    settings = ScriptedSettings()
+    settings = ScriptedSettings.from_mapping()
     served_name = "scripted"
     tasks = args.tasks
     if args.config:
         study = load_study(args.config)
         model = study.section("model")
-        settings = ScriptedSettings.from_mapping(model.get("scripted"), f"{args.config}: model.scripted")
-        served_name = str(model.get("served_name") or model.get("name") or served_name)
+        settings = ScriptedSettings.from_mapping(model["scripted"], f"{args.config}: model.scripted")
+        served_name = served_name_of(model)
         dataset = study.section("dataset")
-        if tasks is None and dataset.get("kind") == "demo" and dataset.get("instances"):
+        if tasks is None and dataset["kind"] == "demo":
             tasks = str(study.path(dataset["instances"]))
     if args.settings is not None:
         import json
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.replace(seed=args.seed)
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: expected 0–65535")
-    tasks = tasks or str(PROJECT_ROOT / "resources" / "demo" / "tasks")
+    tasks = tasks or str(PROJECT_ROOT / config_schema.section("dataset", {"kind": "demo"})["instances"])
     try:
         server = ScriptedModelServer(
             tasks,

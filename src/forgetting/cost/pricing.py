@@ -33,11 +33,13 @@ from typing import Any
 
 import yaml
 
-from forgetting.config import PROJECT_ROOT
+from forgetting import config_schema
+from forgetting.config_schema import PROJECT_ROOT
 from forgetting.errors import ResourceError
 
 #: where the price sheets of a checkout live
-DEFAULT_PRICING_DIR = PROJECT_ROOT / "resources" / "pricing"
+#: ``pricing.dir``'s default, in this checkout
+DEFAULT_PRICING_DIR = PROJECT_ROOT / config_schema.defaults("pricing")["dir"]
 
 _TOP_KEYS = ("description", "currency", "per_million_tokens", "cache")
 _PRICE_KEYS = ("input", "cached_input", "output", "cache_write")
@@ -216,15 +218,17 @@ def load_profiles(directory: str | os.PathLike[str] | None, names: Sequence[str]
 def profiles_from_config(
     section: Mapping[str, Any], root: str | os.PathLike[str] | None = None
 ) -> tuple[list[PricingProfile], str]:
-    """The profiles and the primary name of a study config's ``pricing`` section (``dir``
-    resolved against ``root``); the primary is computed even when ``profiles`` omits it."""
+    """The profiles and the primary name of a study config's ``pricing`` section, or part of
+    one (checked, its defaults filled; ``dir`` resolved against ``root``, default the project
+    root); the primary is computed even when ``profiles`` omits it."""
     from forgetting.errors import ConfigError
 
-    directory = Path(section.get("dir", DEFAULT_PRICING_DIR))
-    if not directory.is_absolute() and root is not None:
-        directory = Path(root) / directory
-    primary = str(section.get("primary", "paper"))
-    names = [str(n) for n in section.get("profiles", [primary])]
+    section = config_schema.section("pricing", section)
+    directory = Path(section["dir"])
+    if not directory.is_absolute():
+        directory = (Path(root) if root is not None else PROJECT_ROOT) / directory
+    primary = str(section["primary"])
+    names = [str(n) for n in section["profiles"]]
     if primary not in names:
         names.insert(0, primary)
     if not directory.is_dir():

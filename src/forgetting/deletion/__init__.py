@@ -2,7 +2,7 @@
 
 Public API::
 
-    reduce_history(messages, deletion, seed, *, actions, placeholders=None, token_draw="exact") -> Reduction
+    reduce_history(messages, deletion, seed, *, actions, placeholders=None, token_draw=None) -> Reduction
     Reducer(deletion, seed, *, actions, settings=None).reduce(messages) -> Reduction   # memoized, one per run
 
 ``actions`` is the run's agent's :class:`~forgetting.messages.ActionSyntax` (what counts as an

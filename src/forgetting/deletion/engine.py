@@ -84,11 +84,12 @@ class Reducer:
     ) -> None:
         """``actions``: how the run's agent writes actions into its reply text — the agent's
         own pattern (:func:`forgetting.runner.execute.action_syntax`); None for an agent whose
-        actions are tool calls. Text it matches is never deleted; any other text is reasoning."""
+        actions are tool calls. Text it matches is never deleted; any other text is reasoning.
+        ``settings``: the study's ``deletion`` section (None: the schema's defaults)."""
         self.deletion = deletion
         self.seed = int(seed)
         self.actions = actions
-        self.settings = settings or DeletionSettings()
+        self.settings = settings or DeletionSettings.from_config(None)
         self.policy = policy or make_policy(deletion, self.settings)
         self._done: dict[tuple[int, str, Rewrite], _Done] = {}
         self._counts: dict[str, int] = {}
@@ -221,9 +222,11 @@ def reduce_history(
     *,
     actions: ActionSyntax | None,
     placeholders: Mapping[str, str] | None = None,
-    token_draw: str = "exact",
+    token_draw: str | None = None,
 ) -> Reduction:
     """Reduce one history under ``deletion`` with the run's ``seed`` (a pure function);
-    ``actions`` as for :class:`Reducer`."""
-    settings = DeletionSettings(placeholders=dict(placeholders or {}), token_draw=token_draw)
+    ``actions`` as for :class:`Reducer`; ``placeholders`` and ``token_draw`` are the
+    ``deletion`` section's keys (left out: the schema's defaults)."""
+    given = {"placeholders": placeholders, "token_draw": token_draw}
+    settings = DeletionSettings.from_config({k: v for k, v in given.items() if v is not None})
     return Reducer(deletion, seed, actions=actions, settings=settings).reduce(messages)

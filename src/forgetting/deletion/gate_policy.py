@@ -226,7 +226,7 @@ class CacheAwareGate(RandomDeletion):
     def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
         from forgetting.cost.pricing import load_profiles
 
-        context = context or PolicyContext()
+        context = context or PolicyContext.from_config()
         check_keys(entry, (*RANDOM_KEYS, "horizon", "pricing"), key, cls.name)
         horizon = integer(entry, "horizon", key, 1) if entry.get("horizon") is not None else None
         pricing = str(entry.get("pricing") or context.pricing_primary)

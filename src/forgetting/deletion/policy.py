@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from forgetting import config_schema
 from forgetting.deletion.parts import PARTS, Editable, decompose
 from forgetting.deletion.record import MODES
 from forgetting.deletion.settings import DeletionSettings
@@ -54,9 +55,21 @@ class PolicyContext:
     """What a policy's ``configure`` may read from the rest of the study config: the turn cap
     (``agent.turn_cap``) and the price sheets (``pricing.dir``, ``pricing.primary``)."""
 
-    turn_cap: int = 200
-    pricing_dir: Path | None = None  # None: the checkout's resources/pricing
-    pricing_primary: str = "paper"
+    turn_cap: int
+    pricing_dir: Path
+    pricing_primary: str
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any] | None = None, root: Path | None = None) -> PolicyContext:
+        """From a (validated, or partial) study config; a relative ``pricing.dir`` against
+        ``root`` (default: the project root). None: the schema's defaults."""
+        filled = config_schema.filled(cfg or {})
+        agent = config_schema.section("agent", filled["agent"])
+        pricing = config_schema.section("pricing", filled["pricing"])
+        directory = Path(pricing["dir"])
+        if not directory.is_absolute():
+            directory = (root or config_schema.PROJECT_ROOT) / directory
+        return cls(turn_cap=int(agent["turn_cap"]), pricing_dir=directory, pricing_primary=str(pricing["primary"]))
 
 
 class PolicyError(RuntimeError):
@@ -249,7 +262,7 @@ def make_policy(deletion: Deletion, settings: DeletionSettings | None = None) ->
             f"configuration {deletion.name!r}: unknown policy {deletion.policy!r}; "
             f"known policies: {', '.join(sorted(policies()))}"
         )
-    return cls(deletion, settings or DeletionSettings())
+    return cls(deletion, settings or DeletionSettings.from_config(None))
 
 
 @register

@@ -52,10 +52,10 @@ def make_backend(settings: EvalSettings, study: Study) -> Backend:
                 f"{study.source}: evaluation.backend: 'local' evaluates the demo tasks only "
                 f"(dataset.kind demo), not {kind!r}; use 'docker' or 'apptainer' for SWE-bench"
             )
+        from forgetting.evaluation.instances import instances_path
         from forgetting.evaluation.local import LocalBackend, demo_checkout
 
-        tasks_dir = study.path(study.raw["dataset"].get("instances", "resources/demo/tasks"))
-        return LocalBackend(settings, checkout=demo_checkout(tasks_dir))
+        return LocalBackend(settings, checkout=demo_checkout(instances_path(study)))
     if settings.backend == "apptainer":
         from forgetting.evaluation.apptainer import ApptainerBackend
 

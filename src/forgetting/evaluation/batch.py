@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections import Counter
@@ -22,6 +21,7 @@ from forgetting.evaluation.settings import EvalSettings
 from forgetting.faults import checkpoint
 from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
+from forgetting.seeds import bytes_hex
 
 #: manifest status of a planned run that has no finished run.json (it is not evaluated)
 NOT_RUN = "not_run"
@@ -60,7 +60,7 @@ def _standing_entry(run_dir: Path) -> dict[str, Any]:
 def _error_report(run: Run, run_dir: Path, backend: str, reason: str) -> EvalReport:
     """An ``error`` report for a run that cannot be evaluated (its patch or its dataset row)."""
     path = run_dir / PATCH
-    digest = hashlib.sha256(path.read_bytes() if path.is_file() else b"").hexdigest()
+    digest = bytes_hex(path.read_bytes() if path.is_file() else b"")
     report = EvalReport(instance_id=run.task, backend=backend, status="error", resolved=False,
                         patch_sha256=digest, error=reason, run_id=run.run_id, swebench=swebench_version())
     write_report(run_dir / EVAL_JSON, report)

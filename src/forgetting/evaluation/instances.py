@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from forgetting import config_schema
 from forgetting.atomic import atomic_path
 from forgetting.config import Study
 from forgetting.errors import ResourceError, UserError
@@ -20,13 +21,13 @@ from forgetting.errors import ResourceError, UserError
 #: eval script, log parser and evaluation type the docker and apptainer backends need
 DEFAULT_DATASET = "SWE-bench/SWE-bench_Verified"
 DEFAULT_SPLIT = "test"
-DEFAULT_OUT = "resources/datasets/swe-bench-verified.jsonl"
+#: where ``forgetting dataset fetch`` writes: ``dataset.instances``' default for ``swebench``
+DEFAULT_OUT: str = config_schema.section("dataset", {"kind": "swebench"})["instances"]
 
 
 def instances_path(study: Study) -> Path:
-    dataset = study.raw["dataset"]
-    default = "resources/demo/tasks" if dataset["kind"] == "demo" else DEFAULT_OUT
-    return study.path(dataset.get("instances", default))
+    """``dataset.instances`` (its default by ``dataset.kind`` is the schema's)."""
+    return study.path(study.section("dataset")["instances"])
 
 
 def read_jsonl_instances(path: Path, wanted: set[str] | None = None) -> dict[str, dict[str, Any]]:

@@ -21,7 +21,6 @@ statistics make of them (docs/evaluation.md).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.atomic import write_json
+from forgetting.seeds import text_hex
 
 STATUSES = ("resolved", "unresolved", "empty_patch", "patch_failed", "timeout", "error")
 #: statuses that are an outcome of the run's patch
@@ -42,7 +42,7 @@ TEST_KINDS = ("FAIL_TO_PASS", "PASS_TO_PASS")
 
 
 def patch_digest(patch: str) -> str:
-    return hashlib.sha256(patch.encode("utf-8")).hexdigest()
+    return text_hex(patch)
 
 
 def empty_tests() -> dict[str, dict[str, list[str]]]:

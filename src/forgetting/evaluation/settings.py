@@ -1,82 +1,97 @@
-"""The ``evaluation`` section of a study config, checked and resolved once."""
+"""The ``evaluation`` section of a study config, checked and resolved once (every default
+the schema's: ``evaluation`` in workflow/schemas/config.schema.yaml)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from forgetting.config import Study
+from forgetting import config_schema
+from forgetting.config import PROJECT_ROOT, Study
 
-BACKENDS = ("docker", "apptainer", "local")
-
-#: ``apptainer exec`` options: a private /tmp and $HOME, a clean environment, root inside the
-#: container (the images' /testbed belongs to root) and a throw-away writable layer
-DEFAULT_EXEC_ARGS = ("--contain", "--cleanenv", "--fakeroot", "--writable-tmpfs")
-DEFAULT_TEST_CMD = "python -m pytest -rA"
+#: the backends ``evaluation.backend`` may name (the schema's list)
+BACKENDS: tuple[str, ...] = tuple(config_schema.schema_at("evaluation.backend")["enum"])
 
 
 @dataclass(frozen=True)
 class ApptainerSettings:
-    executable: str = "apptainer"
-    exec_args: tuple[str, ...] = DEFAULT_EXEC_ARGS
-    pull_args: tuple[str, ...] = ()
-    pull_timeout_s: int = 3600
+    executable: str
+    #: ``apptainer exec`` options: a private /tmp and $HOME, a clean environment, root inside
+    #: the container (the images' /testbed belongs to root) and a throw-away writable layer
+    exec_args: tuple[str, ...]
+    pull_args: tuple[str, ...]
+    pull_timeout_s: int
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None = None) -> ApptainerSettings:
+        """From ``evaluation.apptainer`` (or part of it; checked, its defaults filled)."""
+        s = config_schema.section("evaluation.apptainer", section)
+        return cls(executable=str(s["executable"]), exec_args=tuple(s["exec_args"]),
+                   pull_args=tuple(s["pull_args"]), pull_timeout_s=int(s["pull_timeout_s"]))
 
 
 @dataclass(frozen=True)
 class DockerSettings:
-    python: str = sys.executable
-    startup_s: int = 900
-    model_name: str = "forgetting"
+    python: str
+    startup_s: int
+    model_name: str
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None = None) -> DockerSettings:
+        """From ``evaluation.docker`` (or part of it); ``python`` left out: this interpreter."""
+        s = config_schema.section("evaluation.docker", section)
+        python = s.get("python")  # optional: the running interpreter
+        return cls(python=str(python) if python else sys.executable, startup_s=int(s["startup_s"]),
+                   model_name=str(s["model_name"]))
 
 
 @dataclass(frozen=True)
 class LocalSettings:
-    test_cmd: str = DEFAULT_TEST_CMD
+    test_cmd: str
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None = None) -> LocalSettings:
+        """From ``evaluation.local`` (or part of it)."""
+        return cls(test_cmd=str(config_schema.section("evaluation.local", section)["test_cmd"]))
 
 
 @dataclass(frozen=True)
 class EvalSettings:
     """How runs are evaluated: the backend, its limits and where its images live."""
 
-    backend: str = "local"
-    timeout_s: int = 1800
-    workers: int = 1
-    image_dir: Path = Path("images/swebench")
-    apptainer: ApptainerSettings = field(default_factory=ApptainerSettings)
-    docker: DockerSettings = field(default_factory=DockerSettings)
-    local: LocalSettings = field(default_factory=LocalSettings)
+    backend: str
+    timeout_s: int
+    workers: int
+    image_dir: Path
+    apptainer: ApptainerSettings
+    docker: DockerSettings
+    local: LocalSettings
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None = None, *, root: Path = PROJECT_ROOT) -> EvalSettings:
+        """From an ``evaluation`` section (or part of one: checked, its defaults filled; None:
+        the defaults); a relative ``image_dir`` is resolved against ``root`` (a study's root,
+        by default this checkout)."""
+        s = config_schema.section("evaluation", section)
+        image_dir = Path(os.path.expandvars(os.path.expanduser(str(s["image_dir"]))))
+        return cls(
+            backend=str(s["backend"]),
+            timeout_s=int(s["timeout_s"]),
+            workers=int(s["workers"]),
+            image_dir=image_dir if image_dir.is_absolute() else root / image_dir,
+            apptainer=ApptainerSettings.from_section(s["apptainer"]),
+            docker=DockerSettings.from_section(s["docker"]),
+            local=LocalSettings.from_section(s["local"]),
+        )
 
     @classmethod
     def from_study(cls, study: Study, **overrides: Any) -> EvalSettings:
-        """The study's ``evaluation`` section (defaults filled by the schema); ``overrides``
-        replace top-level fields (``backend``, ``timeout_s``) as the command line asks."""
-        section: Mapping[str, Any] = study.section("evaluation")
-        app = section.get("apptainer") or {}
-        dock = section.get("docker") or {}
-        loc = section.get("local") or {}
-        image_dir = os.path.expandvars(os.path.expanduser(str(section.get("image_dir", "images/swebench"))))
-        settings = cls(
-            backend=str(section.get("backend", "local")),
-            timeout_s=int(section.get("timeout_s", 1800)),
-            workers=int(section.get("workers", 1)),
-            image_dir=study.path(image_dir),
-            apptainer=ApptainerSettings(
-                executable=str(app.get("executable", "apptainer")),
-                exec_args=tuple(app.get("exec_args", DEFAULT_EXEC_ARGS)),
-                pull_args=tuple(app.get("pull_args", ())),
-                pull_timeout_s=int(app.get("pull_timeout_s", 3600)),
-            ),
-            docker=DockerSettings(
-                python=str(dock.get("python") or sys.executable),
-                startup_s=int(dock.get("startup_s", 900)),
-                model_name=str(dock.get("model_name", "forgetting")),
-            ),
-            local=LocalSettings(test_cmd=str(loc.get("test_cmd", DEFAULT_TEST_CMD))),
-        )
+        """The study's ``evaluation`` section; ``overrides`` replace top-level fields
+        (``backend``, ``timeout_s``) as the command line asks."""
+        settings = cls.from_section(study.section("evaluation"), root=study.root)
         clean = {k: v for k, v in overrides.items() if v is not None}
         return replace(settings, **clean) if clean else settings

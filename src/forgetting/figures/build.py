@@ -48,8 +48,9 @@ from forgetting.figures.layout import (
 )
 from forgetting.figures.marks import MissingMarks, Point, draw_point, point_of
 from forgetting.layout import Layout
+from forgetting.naming import SCOPE_LABELS
 from forgetting.stagelog import StageLog
-from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_LABELS, SCOPE_ORDER, agent_label
+from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_ORDER, agent_label
 from forgetting.tables.build import StatsTables
 from forgetting.tables.format import is_missing
 

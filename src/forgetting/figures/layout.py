@@ -18,15 +18,8 @@ from functools import cached_property
 from typing import Any
 
 from forgetting.figures.marks import MissingMarks
-from forgetting.stats.labels import (
-    SCOPE_ORDER,
-    TIMING_ORDER,
-    agent_label,
-    configuration_key,
-    configuration_label,
-    is_paper_like,
-    policy_label,
-)
+from forgetting.naming import configuration_label, is_paper_like, policy_label
+from forgetting.stats.labels import SCOPE_ORDER, TIMING_ORDER, agent_label, configuration_key
 from forgetting.tables.build import StatsTables
 
 #: inches: a two-column paper's text width (IEEE, ACM: 7.0–7.1 in)

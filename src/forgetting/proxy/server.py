@@ -331,7 +331,7 @@ def start_proxy(
     deletion engine never touches them; the call log's header records it.
     ``port=0`` picks a free port (see ``.url``). Appending to an existing log of the same run
     resumes it (a torn last line is cut off first)."""
-    settings = settings or ProxySettings()
+    settings = settings or ProxySettings.from_config()
     up = Upstream(
         upstream,
         retries=settings.retries,

@@ -1,51 +1,55 @@
 """Settings of the deletion proxy (config ``execution.proxy``) and of its deletion engine
-(config ``deletion``)."""
+(config ``deletion``); their defaults are the schema's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from forgetting import config_schema
 from forgetting.deletion.settings import DeletionSettings
 
 
 @dataclass(frozen=True)
 class ProxySettings:
-    deletion: DeletionSettings = field(default_factory=DeletionSettings)
+    """The keys of ``execution.proxy`` (config/README.md), and the ``deletion`` section."""
+
+    deletion: DeletionSettings
     #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504)
-    retries: int = 4
+    retries: int
     #: wait before the first retry; doubles with each further retry, capped at backoff_max_s
-    backoff_s: float = 0.5
-    backoff_max_s: float = 8.0
+    backoff_s: float
+    backoff_max_s: float
     #: seconds to wait for the upstream's reply to one attempt (a long generation takes a while)
-    timeout_s: float = 900.0
-    connect_timeout_s: float = 10.0
+    timeout_s: float
+    connect_timeout_s: float
     #: fsync the call log after every record (survives a machine crash, not only a killed proxy)
-    fsync: bool = False
-    #: largest request body accepted
-    max_request_bytes: int = 64 * 1024 * 1024
+    fsync: bool
+    #: largest request body accepted (not configurable)
+    max_request_bytes: ClassVar[int] = 64 * 1024 * 1024
 
     @classmethod
     def from_config(
         cls, proxy_section: Mapping[str, Any] | None = None, deletion_section: Mapping[str, Any] | None = None
     ) -> ProxySettings:
-        """From ``study.section("execution").get("proxy")`` and ``study.section("deletion")``."""
-        p = dict(proxy_section or {})
+        """From ``study.section("execution")["proxy"]`` and ``study.section("deletion")``, or
+        parts of them (checked against the schema, its defaults filled; None: the defaults)."""
+        p = config_schema.section("execution.proxy", proxy_section)
         return cls(
             deletion=DeletionSettings.from_config(deletion_section),
-            retries=int(p.get("retries", cls.retries)),
-            backoff_s=float(p.get("backoff_s", cls.backoff_s)),
-            backoff_max_s=float(p.get("backoff_max_s", cls.backoff_max_s)),
-            timeout_s=float(p.get("timeout_s", cls.timeout_s)),
-            connect_timeout_s=float(p.get("connect_timeout_s", cls.connect_timeout_s)),
-            fsync=bool(p.get("fsync", cls.fsync)),
+            retries=int(p["retries"]),
+            backoff_s=float(p["backoff_s"]),
+            backoff_max_s=float(p["backoff_max_s"]),
+            timeout_s=float(p["timeout_s"]),
+            connect_timeout_s=float(p["connect_timeout_s"]),
+            fsync=bool(p["fsync"]),
         )
 
     @classmethod
     def from_study(cls, study: Any) -> ProxySettings:
         """From a :class:`forgetting.config.Study`."""
-        return cls.from_config((study.section("execution") or {}).get("proxy"), study.section("deletion"))
+        return cls.from_config(study.section("execution")["proxy"], study.section("deletion"))
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -80,8 +80,8 @@ def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
     """The model section the batch's server is started from (the scripted stand-in learns
     where the demo tasks are)."""
     model = dict(study.section("model"))
-    if model.get("backend") == "scripted":
-        scripted = dict(model.get("scripted") or {})
+    if model["backend"] == "scripted":
+        scripted = dict(model["scripted"])
         scripted.setdefault("tasks", str(settings.instances))
         model["scripted"] = scripted
     return model
@@ -395,7 +395,7 @@ def preload(agents: set[str], scratch: Path, settings: RunnerSettings) -> None:
         mini.prepare_environment(scratch / "mswea-config")
         mini.preload()
         for agent in sorted(agents & {"mini", "mini-text"}):
-            mini.action_syntax(agent, settings)
+            mini.action_syntax(agent, settings.mini_config_files.get(agent))
 
 
 def server_log_path(study: Study, batch: Batch, manifest: str | os.PathLike[str] | None) -> Path:

@@ -31,15 +31,17 @@ from forgetting.runner.workspace import make_workspace, problem_statement
 AGENT_LOG = "agent.log"
 
 
-def action_syntax(agent: str, settings: RunnerSettings) -> ActionSyntax | None:
+def action_syntax(agent: str, config_file: Path | None = None) -> ActionSyntax | None:
     """What counts as an action in ``agent``'s reply text (the deletion engine never deletes
     it): None for the agents that act by tool calls (``mini``, ``trae``), mini-swe-agent's
-    own ``action_regex`` for ``mini-text`` (:func:`forgetting.runner.mini.action_syntax`)."""
+    own ``action_regex`` for ``mini-text`` (:func:`forgetting.runner.mini.action_syntax`), from
+    the config file it runs with (``config_file``: ``RunnerSettings.mini_config_files``; None:
+    mini-swe-agent's own)."""
     if agent == "trae":
         return None
     from forgetting.runner.mini import action_syntax as mini_action_syntax
 
-    return mini_action_syntax(agent, settings)
+    return mini_action_syntax(agent, config_file)
 
 
 def run_agent(ctx: RunContext) -> AgentOutcome:
@@ -70,7 +72,7 @@ def execute_run(
         try:
             proxy = start_proxy(
                 model_url, run.deletion, run.seed, out, run.run_id,
-                actions=action_syntax(run.agent, settings), settings=proxy_settings,  # type: ignore[arg-type]
+                actions=action_syntax(run.agent, settings.mini_config_files.get(run.agent)), settings=proxy_settings,  # type: ignore[arg-type]
             )
         except (UserError, OSError) as exc:
             raise InfraFailure(f"proxy: could not start: {exc}") from None

@@ -26,13 +26,14 @@ from typing import Any
 
 import yaml
 
+from forgetting.agents import MINI_CONFIGS
 from forgetting.atomic import write_text
 from forgetting.errors import ConfigError
 from forgetting.layout import PATCH, TRAJECTORY
 from forgetting.messages import ActionSyntax
 from forgetting.runner.context import RunContext
 from forgetting.runner.outcome import SUBMITTED, AgentOutcome, InfraFailure, classify_mini
-from forgetting.runner.settings import MINI_CONFIGS, RunnerSettings
+from forgetting.runner.settings import RunnerSettings
 
 #: environment of the process, set before litellm or minisweagent is imported
 OFFLINE_ENV = {
@@ -90,17 +91,18 @@ def preload() -> None:
             continue
 
 
-def config_path(agent: str, settings: RunnerSettings) -> Path:
-    custom = settings.mini_config_files.get(agent)
-    if custom is not None:
-        return custom
+def config_path(agent: str, config_file: Path | None = None) -> Path:
+    """The mini-swe-agent config ``agent`` runs with: ``config_file`` (``agent.<agent>.config_file``),
+    or without one mini-swe-agent's own (:data:`~forgetting.agents.MINI_CONFIGS`)."""
+    if config_file is not None:
+        return config_file
     from minisweagent.config import builtin_config_dir
 
     return Path(builtin_config_dir) / "benchmarks" / MINI_CONFIGS[agent]
 
 
-def load_config(agent: str, settings: RunnerSettings) -> dict[str, Any]:
-    with open(config_path(agent, settings), encoding="utf-8") as fh:
+def load_config(agent: str, config_file: Path | None = None) -> dict[str, Any]:
+    with open(config_path(agent, config_file), encoding="utf-8") as fh:
         return yaml.safe_load(fh)
 
 
@@ -109,26 +111,32 @@ def model_name(settings: RunnerSettings) -> str:
     return f"hosted_vllm/{settings.served_name}"
 
 
+def _own_model_section(config: dict[str, Any]) -> dict[str, Any]:
+    """The config file's model section without the model it names (the runner sets ours)."""
+    return {k: v for k, v in (config.get("model") or {}).items() if k not in ("model_name", "model_class")}
+
+
 def model_config(config: dict[str, Any], settings: RunnerSettings, api_base: str) -> dict[str, Any]:
     """mini's model section with the study's model, reached through the proxy."""
-    section = {k: v for k, v in (config.get("model") or {}).items() if k not in ("model_name", "model_class")}
+    section = _own_model_section(config)
     section["model_name"] = model_name(settings)
     section["model_kwargs"] = {
         **(section.get("model_kwargs") or {}),
         "api_base": api_base,
         "api_key": "not-needed",
-        "temperature": float(settings.model.get("temperature", 0)),
-        "max_tokens": int(settings.model.get("max_tokens", 8192)),
+        "temperature": float(settings.model["temperature"]),
+        "max_tokens": int(settings.model["max_tokens"]),
     }
     section["cost_tracking"] = "ignore_errors"
     return section
 
 
-def action_syntax(agent: str, settings: RunnerSettings) -> ActionSyntax | None:
+def action_syntax(agent: str, config_file: Path | None = None) -> ActionSyntax | None:
     """What counts as an action in ``agent``'s reply text, from the agent's own configuration:
     ``mini`` acts by tool calls only (None); ``mini-text`` by the ``action_regex`` of the model
     the runner builds — ``LitellmTextbasedModelConfig`` from the model section of the config
-    file it runs with: that file's ``model.action_regex``, else the class's default."""
+    file it runs with (``config_file``, else mini-swe-agent's own): that file's
+    ``model.action_regex``, else the class's default."""
     if agent not in MINI_CONFIGS:
         raise ValueError(f"not a mini-swe-agent agent: {agent!r}")
     if agent == "mini":
@@ -139,11 +147,10 @@ def action_syntax(agent: str, settings: RunnerSettings) -> ActionSyntax | None:
     from minisweagent.models.litellm_textbased_model import LitellmTextbasedModelConfig
     from pydantic import ValidationError
 
-    config = load_config(agent, settings)
-    path = config_path(agent, settings)
-    where = str(path) if settings.mini_config_files.get(agent) else f"mini-swe-agent's {MINI_CONFIGS[agent]}"
+    config = load_config(agent, config_file)
+    where = str(config_file) if config_file is not None else f"mini-swe-agent's {MINI_CONFIGS[agent]}"
     try:
-        regex = LitellmTextbasedModelConfig(**model_config(config, settings, "")).action_regex
+        regex = LitellmTextbasedModelConfig(**_own_model_section(config), model_name="hosted_vllm/any").action_regex
     except ValidationError as exc:
         raise ConfigError(f"agent.{agent}.config_file: {where}: its model section is not valid: {exc}") from None
     if "action_regex" in (config.get("model") or {}):
@@ -214,7 +221,7 @@ def run_mini(ctx: RunContext) -> AgentOutcome:
     from minisweagent.models.litellm_textbased_model import LitellmTextbasedModel
 
     agent_name = ctx.run.agent
-    config = load_config(agent_name, ctx.settings)
+    config = load_config(agent_name, ctx.settings.mini_config_files.get(agent_name))
     model_cls = LitellmModel if agent_name == "mini" else LitellmTextbasedModel
     model = model_cls(**model_config(config, ctx.settings, ctx.model_url))
     env = _environment(ctx, config)

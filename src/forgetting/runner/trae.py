@@ -1,6 +1,6 @@
 """Trae agent runs: ``trae-cli run …`` configured to reach the model through the run's proxy.
 
-Trae agent (bytedance/trae-agent, pinned at :data:`~forgetting.runner.settings.TRAE_COMMIT`)
+Trae agent (bytedance/trae-agent, pinned at :data:`~forgetting.agents.TRAE_COMMIT`)
 needs Python ≥ 3.12 and is not on PyPI, so it lives in its own image
 (``containers/trae-agent.def``) as a self-contained prefix, ``/opt/trae-agent``. On the
 cluster a run starts it *inside the task's SWE-bench instance image*, with that prefix bound
@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from forgetting.agents import TRAE_PREFIX
 from forgetting.atomic import write_text
 from forgetting.errors import ConfigError
 from forgetting.layout import PATCH, TRAJECTORY
@@ -46,7 +47,7 @@ from forgetting.runner.outcome import (
     InfraFailure,
     is_context_overflow,
 )
-from forgetting.runner.settings import TRAE_PREFIX, RunnerSettings
+from forgetting.runner.settings import RunnerSettings
 
 TASK_FILE = "task.txt"
 CONFIG_FILE = "trae_config.yaml"
@@ -80,8 +81,8 @@ def trae_config(settings: RunnerSettings, base_url: str) -> dict[str, Any]:
             "study_model": {
                 "model_provider": PROVIDER,
                 "model": settings.served_name,
-                "max_tokens": int(settings.model.get("max_tokens", 8192)),
-                "temperature": float(settings.model.get("temperature", 0)),
+                "max_tokens": int(settings.model["max_tokens"]),
+                "temperature": float(settings.model["temperature"]),
                 "top_p": 1,
                 "top_k": 0,
                 "max_retries": settings.trae.max_retries,

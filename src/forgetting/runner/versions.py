@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from forgetting import __version__
+from forgetting.agents import TRAE_COMMIT
 from forgetting.config import PROJECT_ROOT
-from forgetting.runner.settings import TRAE_COMMIT, RunnerSettings
+from forgetting.model_server import served_name_of
+from forgetting.runner.settings import RunnerSettings
 
 #: how results of the scripted backend are labelled wherever they appear
 SCRIPTED_NOTE = "scripted stand-in for the LLM"
@@ -44,10 +46,10 @@ def agent_version(agent: str, settings: RunnerSettings) -> dict[str, Any]:
 
 
 def model_version(model: Mapping[str, Any]) -> dict[str, Any]:
-    backend = str(model.get("backend"))
+    backend = str(model["backend"])
     out: dict[str, Any] = {
-        "name": model.get("name"),
-        "served_name": model.get("served_name") or model.get("name"),
+        "name": model["name"],
+        "served_name": served_name_of(model),
         "backend": backend,
     }
     if backend == "scripted":

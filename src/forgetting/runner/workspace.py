@@ -12,7 +12,6 @@ SWE-bench tasks (cluster only): the task's instance image (``evaluation.image_di
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 from forgetting.errors import UserError
 from forgetting.runner.outcome import InfraFailure
 from forgetting.runner.settings import RunnerSettings
+from forgetting.seeds import text_hex
 
 #: the repository inside a SWE-bench instance image
 TESTBED = "/testbed"
@@ -77,7 +77,7 @@ def freeze_times(repo: Path, timestamp: float) -> None:
 
 def workspace_dir(settings: RunnerSettings, run_id: str) -> Path:
     """The run's own, reproducible workspace directory for a demo task."""
-    key = hashlib.sha256(run_id.encode()).hexdigest()[:16]
+    key = text_hex(run_id)[:16]
     return settings.scratch_dir / "forgetting-workspaces" / key / "repo"
 
 

@@ -34,8 +34,9 @@ import numpy as np
 import pyarrow as pa
 
 from forgetting.grid import BASELINE
+from forgetting.naming import is_paper_like
 from forgetting.stats.bootstrap import bootstrap_p, ones_weights, percentile_interval, resample_weights
-from forgetting.stats.labels import agent_key, configuration_key, is_paper_like
+from forgetting.stats.labels import agent_key, configuration_key
 from forgetting.stats.metrics import Group, StudyData, group_statistics
 from forgetting.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
 from forgetting.stats.settings import StatsSettings

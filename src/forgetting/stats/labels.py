@@ -1,12 +1,19 @@
-"""Order and readable names of agents, configurations and metrics, shared by tables and figures."""
+"""Order and readable names of agents, configurations and metrics, shared by tables and figures
+(the labels of configurations themselves are :mod:`forgetting.naming`'s)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from forgetting.grid import BASELINE, TIMINGS
+from forgetting.grid import BASELINE
+
+# configurations' labels are forgetting.naming's (tables/build.py reads some of them here)
+from forgetting.naming import SCOPE_LABELS as SCOPE_LABELS
+from forgetting.naming import amount_label as amount_label
+from forgetting.naming import amount_value
+from forgetting.naming import is_paper_like as is_paper_like
+from forgetting.naming import policy_label as policy_label
 
 TIMING_ORDER = ("delayed", "immediate")
 SCOPE_ORDER = ("reasoning", "tool_output", "both")
@@ -15,7 +22,6 @@ GRANULARITY_ORDER = ("turn", "token")
 POLICY_ORDER = ("random", "batch", "gate", "reuse", "mask")
 
 AGENT_LABELS = {"trae": "Trae agent", "mini": "mini-swe-agent", "mini-text": "mini-swe-agent (text)"}
-SCOPE_LABELS = {"reasoning": "reasoning", "tool_output": "tool output", "both": "both"}
 
 #: metric id → (short label, long label)
 METRIC_LABELS: dict[str, tuple[str, str]] = {
@@ -36,37 +42,8 @@ def _index(order: tuple[str, ...], value: Any) -> int:
     return order.index(value) if value in order else len(order)
 
 
-def _amount(value: Any) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return math.inf
-    return math.inf if math.isnan(out) else out
-
-
 def agent_key(agent: str, agents: tuple[str, ...] = ()) -> tuple[int, str]:
     return (agents.index(agent) if agent in agents else len(agents), agent)
-
-
-def is_paper_like(dims: Mapping[str, Any]) -> bool:
-    """The paper's random deletion at one of its two timings (any amount): the configurations
-    the paper's pairings (delayed → immediate, turn → token) and panels are made of."""
-    if dims.get("policy") not in (None, "random") or dims.get("timing") not in TIMINGS:
-        return False
-    keep = dims.get("keep_last")
-    return keep is None or int(keep) == TIMINGS[str(dims["timing"])]
-
-
-def policy_label(name: str, dims: Mapping[str, Any]) -> str:
-    """What sets a configuration apart from the paper's: its timing for the paper's policy,
-    else a short label of its policy (``batched ×4 · delayed``, ``keep 8``) or its name."""
-    if name == BASELINE:
-        return "baseline"
-    if is_paper_like(dims):
-        return str(dims["timing"])
-    from forgetting.policies import policy_label as label_of_name
-
-    return label_of_name(name) or name
 
 
 def configuration_key(name: str, dims: Mapping[str, Any]) -> tuple:
@@ -82,7 +59,7 @@ def configuration_key(name: str, dims: Mapping[str, Any]) -> tuple:
             int(keep) if keep is not None else 0,
             _index(SCOPE_ORDER, dims.get("scope")),
             _index(GRANULARITY_ORDER, dims.get("granularity")),
-            _amount(dims.get("amount")),
+            amount_value(dims.get("amount")),
             name,
         )
     return (
@@ -90,30 +67,13 @@ def configuration_key(name: str, dims: Mapping[str, Any]) -> tuple:
         _index(TIMING_ORDER, dims.get("timing")),
         _index(SCOPE_ORDER, dims.get("scope")),
         _index(GRANULARITY_ORDER, dims.get("granularity")),
-        _amount(dims.get("amount")),
+        amount_value(dims.get("amount")),
         name,
     )
 
 
 def agent_label(agent: str) -> str:
     return AGENT_LABELS.get(agent, agent)
-
-
-def amount_label(value: Any) -> str:
-    a = _amount(value)
-    if math.isinf(a):
-        return ""
-    return f"{int(a)}" if a.is_integer() else f"{a:g}"
-
-
-def configuration_label(name: str, dims: Mapping[str, Any]) -> str:
-    """E.g. ``tool output · turn · 50 %`` for delayed-turn-tool_output-50 (timing is shown apart)."""
-    if name == BASELINE:
-        return "baseline"
-    if dims.get("policy") not in (None, "random") or dims.get("scope") is None:
-        return name
-    scope = SCOPE_LABELS.get(str(dims["scope"]), dims["scope"])
-    return f"{scope} · {dims.get('granularity')} · {amount_label(dims.get('amount'))} %"
 
 
 def provenance_note(synthetic: bool, backends: list[str | None]) -> str:

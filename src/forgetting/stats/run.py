@@ -138,7 +138,7 @@ def write_stats(
         files = list(configs) if configs else config_files_of(study.source)
         for error in eval_errors(tables["runs"]):
             out.line(f"evaluation error {error.run_id} ({error.task}): {error.status}")
-        profile = str(study.section("pricing").get("primary", "paper"))
+        profile = str(study.section("pricing")["primary"])
         result = compute_statistics(
             tables["runs"],
             tables.get("tool_calls"),

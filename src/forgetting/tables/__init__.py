@@ -83,14 +83,14 @@ def load_stats_tables(
     tables = {n: read_dataset(paths[n], STATS[n]) for n in STATS}
     settings = settings_of(study)
     check_computed_with(paths, settings)
-    primary = str(study.section("pricing").get("primary", "paper"))
+    primary = str(study.section("pricing")["primary"])
     used = {p for p in tables["summary"].column("pricing_profile").to_pylist() if p}
     if used and used != {primary}:
         raise RunOutputError(
             f"{paths['summary']}: computed with pricing.primary = {sorted(used)[0]!r}, the config says "
             f"{primary!r}; recompute the statistics (forgetting report CONFIG --only stats)"
         )
-    synthetic = bool((study.raw.get("study") or {}).get("synthetic"))
+    synthetic = bool(study.section("study")["synthetic"])
     provenance = provenance_note(synthetic, tables["summary"].column("model_backend").to_pylist())
     return StatsTables.from_tables(
         tables["effects"],

@@ -12,18 +12,25 @@ profile's cache rules all come from :class:`~forgetting.stats.settings.StatsSett
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from forgetting import config_schema
 from forgetting.stats.settings import StatsSettings
+
+
+def _analysis_default(key: str) -> Any:
+    """A field whose default is the schema's ``analysis.<key>`` (notes of a study without one)."""
+    return field(default_factory=lambda: config_schema.defaults("analysis")[key])
 
 
 @dataclass(frozen=True)
 class NoteContext:
-    """What the notes say about the stages before the statistics (from the study's config)."""
+    """What the notes say about the stages before the statistics (from the study's config;
+    left out: the schema's defaults, and no turn cap or pricing to speak of)."""
 
-    refetch_threshold: float = 0.8
-    looping_window: int = 10
+    refetch_threshold: float = _analysis_default("refetch_threshold")
+    looping_window: int = _analysis_default("looping_window")
     turn_cap: int | None = None
     #: the primary pricing profile's name and its cache rules beyond the paper's lower bound
     #: (empty: the lower bound itself); None when unknown
@@ -37,9 +44,9 @@ class NoteContext:
         profiles, primary = profiles_from_config(study.section("pricing"), study.root)
         profile = next(p for p in profiles if p.name == primary)
         return cls(
-            refetch_threshold=float(analysis.get("refetch_threshold", 0.8)),
-            looping_window=int(analysis.get("looping_window", 10)),
-            turn_cap=int(study.section("agent").get("turn_cap", 200)),
+            refetch_threshold=float(analysis["refetch_threshold"]),
+            looping_window=int(analysis["looping_window"]),
+            turn_cap=int(study.section("agent")["turn_cap"]),
             pricing=(primary, cache_rules(profile)),
         )
 

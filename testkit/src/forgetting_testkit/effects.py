@@ -13,7 +13,6 @@ the rows of a run do not depend on which other runs are generated.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Iterable, Sequence
 
@@ -22,15 +21,10 @@ import pyarrow as pa
 
 from forgetting.plan import Run
 from forgetting.schemas import CALLS_SCHEMA, RUN_COSTS_SCHEMA, RUNS_SCHEMA, TIMINGS_SCHEMA, TOOL_CALLS_SCHEMA
+from forgetting.seeds import unit as _unit
 
 #: USD per million tokens: input, cached input, output (the paper's price sheet)
 PRICES = (0.45, 0.09, 2.25)
-
-
-def _unit(*parts: object) -> float:
-    """A stable number in [0, 1) from ``parts``."""
-    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def _effects(run: Run) -> dict[str, float]:

@@ -20,11 +20,10 @@ from hypothesis import strategies as st
 
 from forgetting.messages import ActionSyntax, detect_style, segment, split_text_actions
 from forgetting.runner.mini import action_syntax
-from forgetting.runner.settings import RunnerSettings
 
 #: what counts as an action in each style's reply text: mini (tool calls) has none; mini-text
 #: has mini-swe-agent's own action_regex, read from the config the runner uses
-TEXT_ACTIONS: ActionSyntax = action_syntax("mini-text", RunnerSettings())  # type: ignore[assignment]
+TEXT_ACTIONS: ActionSyntax = action_syntax("mini-text")  # type: ignore[assignment]
 ACTIONS: dict[str, ActionSyntax | None] = {"tool_calls": None, "text": TEXT_ACTIONS}
 
 

@@ -12,6 +12,7 @@ import yaml
 from forgetting.config import Study, load_study
 from forgetting.layout import CALLS, RUN_JSON, Layout
 from forgetting.plan import Batch, plan_batches
+from forgetting.runner.settings import RunnerSettings
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT
 
@@ -50,6 +51,12 @@ def write_study(tmp: Path, **sections: Any) -> Path:
 
 def study_at(tmp: Path, **sections: Any) -> Study:
     return load_study(write_study(tmp, **sections))
+
+
+def runner_settings(**sections: Any) -> RunnerSettings:
+    """The runner settings of a config of ``sections`` (the demo dataset and the scripted model
+    unless given), every key left out the schema's default: no study needed."""
+    return RunnerSettings.from_config({"model": SCRIPTED, "dataset": {"kind": "demo"}, **sections})
 
 
 def batch_of(study: Study, agent: str, configuration: str) -> Batch:

@@ -26,14 +26,14 @@ from forgetting import tokenizer
 from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.demo.scripted import ScriptedModel, ScriptedSettings, TaskBook
 from forgetting.runner.mini import action_syntax
-from forgetting.runner.settings import RunnerSettings
 from forgetting_testkit.checkout import ROOT
 
 TASKS = ROOT / "tests" / "data" / "scripted_tasks"
 TASK_ID = "demo__shopcart-1"
-CALM = ScriptedSettings(
-    detour_rate=0.0, wrong_first_rate=0.0, skip_tests_rate=0.0, stubborn_rate=0.0, fragment_error_rate=0.0
-)
+CALM = ScriptedSettings.from_mapping({
+    "detour_rate": 0.0, "wrong_first_rate": 0.0, "skip_tests_rate": 0.0, "stubborn_rate": 0.0,
+    "fragment_error_rate": 0.0,
+})
 BASH_TOOL = MINI_BASH_TOOL  # the tool mini-swe-agent 2.x sends with every request
 TOOL_PLACEHOLDER = "[tool output deleted]"
 REASONING_PLACEHOLDER = "[reasoning deleted]"
@@ -182,7 +182,7 @@ def chain(*deleters: Deleter) -> Deleter:
 
 # ---------------------------------------------------------------------------- the driver
 #: mini-swe-agent's own text-mode action pattern (its model config's action_regex)
-TEXT_ACTIONS: msgs.ActionSyntax = action_syntax("mini-text", RunnerSettings())  # type: ignore[assignment]
+TEXT_ACTIONS: msgs.ActionSyntax = action_syntax("mini-text")  # type: ignore[assignment]
 
 
 @dataclass

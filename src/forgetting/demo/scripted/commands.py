@@ -14,9 +14,9 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from forgetting.agents import MINI_SUBMIT_MARKER as SUBMIT_MARKER
 from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
 
-SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 PATCH_FILE = "patch.txt"
 CAT_PATCH = f"cat {PATCH_FILE}"
 SUBMIT = f"echo {SUBMIT_MARKER} && cat {PATCH_FILE}"

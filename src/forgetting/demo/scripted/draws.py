@@ -9,23 +9,19 @@ task message.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from forgetting.seeds import text_hex, unit
+
 T = TypeVar("T")
-
-
-def _unit(*parts: object) -> float:
-    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def run_key_for(seed_header: str | None, task_text: str) -> str:
     if seed_header and seed_header.strip():
         return "h:" + seed_header.strip()
-    return "t:" + hashlib.sha256(task_text.encode()).hexdigest()[:16]
+    return "t:" + text_hex(task_text)[:16]
 
 
 @dataclass(frozen=True)
@@ -36,11 +32,11 @@ class Draws:
 
     def call(self, purpose: str) -> float:
         """A uniform draw in [0, 1) for this call."""
-        return _unit(self.server_seed, self.run_key, self.call_index, purpose)
+        return unit(self.server_seed, self.run_key, self.call_index, purpose)
 
     def run(self, purpose: str) -> float:
         """A uniform draw in [0, 1) fixed for the whole run."""
-        return _unit(self.server_seed, self.run_key, "run", purpose)
+        return unit(self.server_seed, self.run_key, "run", purpose)
 
     def call_choice(self, purpose: str, options: Sequence[T]) -> T:
         return options[int(self.call(purpose) * len(options))]

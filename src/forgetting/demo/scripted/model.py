@@ -11,7 +11,6 @@ reasoning in ``content``) or text actions (no tools: reasoning and one fenced
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -26,6 +25,7 @@ from forgetting.demo.scripted.knowledge import TaskBook
 from forgetting.demo.scripted.policy import Decision, Policy, unknown_task
 from forgetting.demo.scripted.prefix_cache import PrefixCache
 from forgetting.demo.scripted.settings import ScriptedSettings
+from forgetting.seeds import key_hex
 
 #: runs whose emulated prefix caches are kept at once (least recently used dropped)
 MAX_RUN_CACHES = 64
@@ -37,10 +37,6 @@ SEED_HEADER = "X-Forgetting-Seed"
 
 class BadRequest(ValueError):
     """A request the endpoint cannot answer (HTTP 400)."""
-
-
-def _digest(*parts: object) -> str:
-    return hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()
 
 
 def _check_request(request: Any) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]] | None]:
@@ -80,7 +76,7 @@ def render(
         name = _tool_name(tools)
         calls = [
             {
-                "id": "call_" + _digest(id_seed, k)[:24],
+                "id": "call_" + key_hex(id_seed, k)[:24],
                 "type": "function",
                 "function": {"name": name, "arguments": json.dumps({"command": c})},
             }
@@ -101,7 +97,7 @@ class ScriptedModel:
         self, book: TaskBook, settings: ScriptedSettings | None = None, *, served_name: str = "scripted"
     ) -> None:
         self.book = book
-        self.settings = settings or ScriptedSettings()
+        self.settings = settings or ScriptedSettings.from_mapping()
         self.served_name = served_name
         self.cache = PrefixCache(self.settings.cache_blocks)
         self._run_caches: OrderedDict[str, PrefixCache] = OrderedDict()
@@ -152,7 +148,7 @@ class ScriptedModel:
         prompt = chat_format.prompt_token_ids(messages, tools)
         cached = self.cache_for(run_key).lookup_and_store(prompt)
         return {
-            "id": "chatcmpl-" + _digest(run_key, n_assistant, json.dumps(message, sort_keys=True))[:24],
+            "id": "chatcmpl-" + key_hex(run_key, n_assistant, json.dumps(message, sort_keys=True))[:24],
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.served_name,

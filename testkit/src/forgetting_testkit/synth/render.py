@@ -3,7 +3,7 @@
 * ``mini`` (mini-swe-agent 2.x, tool calling): one ``bash`` tool; the assistant's text is its
   reasoning; observations are ``role: tool`` messages ``<returncode>N</returncode>\\n<output>
   \\n…</output>`` (an output of 10,000 characters or more shows its head and tail only, as
-  mini-swe-agent does); submission is the ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` command.
+  mini-swe-agent does); submission is the :data:`~forgetting.agents.MINI_SUBMIT_MARKER` command.
 * ``trae`` (Trae agent through Chat Completions): tools ``bash``,
   ``str_replace_based_edit_tool`` (``view`` prints ``cat -n`` style), ``sequentialthinking``
   and ``task_done``; results come back as ``role: tool`` messages.
@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from forgetting.agents import MINI_SUBMIT_MARKER
 from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting_testkit.synth.agent import TEST_FILE, Step
 from forgetting_testkit.synth.world import NOUNS, SourceFile, TaskWorld
@@ -27,7 +28,6 @@ from forgetting_testkit.synth.world import NOUNS, SourceFile, TaskWorld
 #: mini-swe-agent shows outputs this long only by their head and tail
 MINI_ELIDE_AT = 10_000
 MINI_HEAD_TAIL = 5_000
-SUBMIT_SENTINEL = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 
 TRAE_TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {
@@ -355,7 +355,7 @@ class MiniRenderer(Renderer):
             "explanation and exactly one tool call.\n2. Avoid commands that print very long outputs; "
             "use grep, head, tail or sed -n to look at parts of files.\n3. Interactive editors are "
             "not available; edit files with sed, a python script or a here-document.\n4. When you are "
-            f"done, run `echo {SUBMIT_SENTINEL} && git add -A && git diff --cached` on its own; you "
+            f"done, run `echo {MINI_SUBMIT_MARKER} && git add -A && git diff --cached` on its own; you "
             "cannot continue working afterwards.\n</instructions>"
         )
         return [{"role": "system", "content": system}, {"role": "user", "content": task}]
@@ -431,7 +431,7 @@ class MiniRenderer(Renderer):
             cmd = f"cd /testbed && python -m pytest {w.test_file.path} -q -x"
             return Rendered(reasoning, "bash", {"command": cmd}, self._test_output(failed), 1 if failed else 0,
                             exec_s=float(rng.uniform(1.5, 25)))
-        cmd = f"echo {SUBMIT_SENTINEL} && git add -A && git diff --cached"
+        cmd = f"echo {MINI_SUBMIT_MARKER} && git add -A && git diff --cached"
         return Rendered(reasoning, "bash", {"command": cmd}, None, 0)
 
     def observation(self, r: Rendered, call_id: str) -> dict[str, Any] | None:

@@ -13,7 +13,6 @@ the same seed gives the same bytes.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -32,9 +31,11 @@ from forgetting.deletion import DeletionSettings, Reducer
 from forgetting.evaluation.report import EvalReport, patch_digest
 from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
 from forgetting.messages import ActionSyntax
-from forgetting.plan import Run, derive_seed
+from forgetting.model_server import served_name_of
+from forgetting.plan import Run
 from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
+from forgetting.seeds import derive_seed, unit
 from forgetting_testkit.synth.agent import Sight, SyntheticAgent, profile_of
 from forgetting_testkit.synth.render import Rendered, TraeRenderer, renderer_for, unified_diff
 from forgetting_testkit.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory
@@ -82,11 +83,6 @@ class RunResult:
     bytes: int
 
 
-def _unit(*parts: object) -> float:
-    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
 def _new_bytes(messages: list[dict[str, Any]]) -> int:
     """An upper bound on the tokens these messages add to a prompt (a token is ≥ 1 byte)."""
     n = 0
@@ -121,16 +117,16 @@ def synthesize_run(study: Study, run: Run, gen_seed: int) -> RunResult:
 
 def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     model = study.section("model")
-    served = str(model.get("served_name") or model.get("name"))
-    window = int(model.get("context_window", 262144))
-    max_tokens = int(model.get("max_tokens", 8192))
-    cap = int(study.section("agent").get("turn_cap", 200))
+    served = served_name_of(model)
+    window = int(model["context_window"])
+    max_tokens = int(model["max_tokens"])
+    cap = int(study.section("agent")["turn_cap"])
     world = task_world(run.task, gen_seed)
     rng = np.random.default_rng(derive_seed(gen_seed, run.run_id))
     agent = SyntheticAgent(world, profile_of(run.agent), rng, scopes=run.deletion.parts)
     render = renderer_for(run.agent, world, rng)
     # the agent's own action pattern, as the runner hands it to the proxy
-    actions = action_syntax(run.agent, RunnerSettings(mini_config_files=RunnerSettings.mini_files_from_study(study)))
+    actions = action_syntax(run.agent, RunnerSettings.mini_files_from_study(study).get(run.agent))
     reducer = Reducer(run.deletion, run.seed, actions=actions,
                       settings=DeletionSettings.from_config(study.section("deletion")))
     tools = render.tools
@@ -144,9 +140,9 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
         "synthetic": True,
         "actions": actions.to_json() if actions is not None else None,
     }
-    params = {"model": served, "temperature": float(model.get("temperature", 0)), "max_tokens": max_tokens}
+    params = {"model": served, "temperature": float(model["temperature"]), "max_tokens": max_tokens}
     history: list[dict[str, Any]] = render.preamble()
-    started = EPOCH + 86400.0 * 30 * _unit("start", gen_seed, run.run_id)
+    started = EPOCH + 86400.0 * 30 * unit("start", gen_seed, run.run_id)
     clock = started
     model_s = 0.0
     status, error = "submitted", None

@@ -134,7 +134,7 @@ def synthetic_config(source: Study, config: dict[str, Any], out: Path, runs: int
             dataset[key] = _absolute(root, dataset[key])
     cfg["dataset"] = dataset
     pricing = dict(cfg.get("pricing") or {})
-    pricing["dir"] = _absolute(root, pricing.get("dir", "resources/pricing"))
+    pricing["dir"] = _absolute(root, source.section("pricing")["dir"])
     cfg["pricing"] = pricing
     analysis = dict(cfg.get("analysis") or {})
     if analysis.get("label_rules"):

@@ -10,10 +10,11 @@ lines are distinct enough that re-fetch detection (SPEC §4) behaves as on real 
 from __future__ import annotations
 
 import functools
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
+
+from forgetting.seeds import seed63
 
 NOUNS = (
     "value", "field", "query", "model", "record", "token", "path", "config", "option", "result",
@@ -32,11 +33,6 @@ COMMENT_WORDS = (
     "default", "empty", "in", "case", "of", "legacy", "callers", "keep", "order", "for",
     "backwards", "compatibility", "see", "ticket", "avoid", "extra", "queries", "here",
 )
-
-
-def _seed(*parts: object) -> int:
-    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 @dataclass(frozen=True)
@@ -156,7 +152,7 @@ def _package(task: str) -> str:
 @functools.lru_cache(maxsize=256)
 def task_world(task: str, seed: int) -> TaskWorld:
     """The synthetic repository and difficulty of ``task`` (cached per process)."""
-    rng = np.random.default_rng(_seed("world", seed, task))
+    rng = np.random.default_rng(seed63("world", seed, task))
     package = _package(task)
     subdirs = [f"{package}/{d}" for d in ("core", "utils", "db", "forms", "http", "contrib")]
     n_files = int(rng.integers(10, 22))
