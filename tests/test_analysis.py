@@ -7,6 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from behaviour_trajectories import write_run_json
 
 from forgetting.analysis import analyze_batch
 from forgetting.calllog import CallLogWriter
@@ -50,10 +51,8 @@ def write_run(run_dir, run, *, resolved: bool) -> None:
             "trajectory_format": "mini-swe-agent-1.1"}
     (run_dir / "trajectory.json").write_text(json.dumps(traj))
     (run_dir / "patch.diff").write_text("diff --git a/mod.py b/mod.py\n")
-    (run_dir / "run.json").write_text(json.dumps({"run_id": run.run_id, "seed": run.seed, "status": "submitted",
-                                                  "exit_status": "Submitted", "turns": 4, "turn_cap": 200,
-                                                  "wall_s": 12.5, "started": 1.7e9,
-                                                  "model_backend": "scripted stand-in for the LLM"}))
+    write_run_json(run_dir, seed=run.seed, turns=4, turn_cap=200, wall_s=12.5, started=1.7e9,
+                   model_backend="scripted stand-in for the LLM")
     status = "resolved" if resolved else "unresolved"
     (run_dir / "eval.json").write_text(json.dumps({"status": status, "resolved": resolved}))
 

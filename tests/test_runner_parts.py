@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from behaviour_trajectories import run_record
 from runner_support import TASKS, study_at
 
 from forgetting.errors import ConfigError
 from forgetting.layout import RUN_JSON
 from forgetting.model_server import scripted_command
 from forgetting.plan import plan_runs
+from forgetting.records import read_run_record
 from forgetting.runner import mini, trae
 from forgetting.runner.batch import model_section
 from forgetting.runner.context import RunContext
@@ -108,9 +110,10 @@ def test_finalize_writes_run_json_last_and_replaces_an_older_run(tmp_path):
     temp.mkdir()
     (temp / "calls.jsonl").write_text("{}\n")
     (temp / OUTCOME_FILE).write_text("{}")
-    finalize(temp, final, {"status": "submitted", "turns": 3})
+    record = run_record("mini/baseline/t/1", turns=3)
+    finalize(temp, final, record)
     assert sorted(p.name for p in final.iterdir()) == ["calls.jsonl", RUN_JSON]
-    assert json.loads((final / RUN_JSON).read_text()) == {"status": "submitted", "turns": 3}
+    assert read_run_record(final / RUN_JSON) == record
     assert not temp.exists() and [p.name for p in tmp_path.iterdir()] == ["1"]
 
 
