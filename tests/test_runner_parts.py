@@ -13,11 +13,11 @@ import yaml
 from behaviour_trajectories import run_record
 from runner_support import TASKS, study_at
 
-from forgetting.errors import ConfigError
+from forgetting.errors import ConfigError, RunOutputError
 from forgetting.layout import RUN_JSON
 from forgetting.model_server import scripted_command
 from forgetting.plan import plan_runs
-from forgetting.records import read_run_record
+from forgetting.records import parse_trae, read_run_record
 from forgetting.runner import mini, trae
 from forgetting.runner.batch import model_section
 from forgetting.runner.context import RunContext
@@ -77,12 +77,31 @@ def test_mini_exit_statuses_map_to_run_statuses(exit_status, exception, status):
     ],
 )
 def test_trae_trajectory_maps_to_run_statuses(data, exit_code, status, exit_status):
-    got, got_exit, _ = trae.classify(data, exit_code, timed_out=False)
+    got, got_exit, _ = trae.classify(trae_file(data), exit_code, timed_out=False)
     assert (got, got_exit) == (status, exit_status)
 
 
+def trae_file(data: dict | None):
+    """Trae's trajectory as the runner reads it (the one Trae parse); a fresh file has no calls yet."""
+    return None if data is None else parse_trae({"llm_interactions": [], **data}, Path("trajectory.json"))
+
+
+def test_the_runner_reads_trae_trajectories_with_the_one_trae_parse(tmp_path):
+    """What Trae left is read as every later stage reads it: a field no stage could read is a
+    one-line error (the run ends as an ``error`` with it), not a status guessed around it."""
+    path = tmp_path / "trajectory.json"
+    assert trae._read_trajectory(path) is None  # none written: NoTrajectory
+    path.write_text(json.dumps({"llm_interactions": [1], "success": True}))
+    with pytest.raises(RunOutputError, match=rf"^{path}: llm_interactions\[0\] is the number 1, expected an object"):
+        trae._read_trajectory(path)
+    path.write_text(json.dumps({"llm_interactions": [{}, {}], "success": False, "agent_steps": [{"error": "boom"}]}))
+    traj = trae._read_trajectory(path)
+    assert traj is not None and len(traj.interactions) == 2
+    assert trae.classify(traj, 1, False) == ("error", "Error", "boom")
+
+
 def test_trae_run_over_its_time_limit_is_an_error():
-    assert trae.classify({"success": True}, -9, timed_out=True)[:2] == ("error", "TimeExceeded")
+    assert trae.classify(trae_file({"success": True}), -9, timed_out=True)[:2] == ("error", "TimeExceeded")
 
 
 # ------------------------------------------------------------------ run directories
