@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,20 @@ def trae_trajectory(
         "final_result": final_result,
         "execution_time": 1.0,
     }
+
+
+def edit_at(*path: Any, value: Any = None, delete: bool = False) -> Callable[[Any], None]:
+    """A mutation of a JSON document: set (or delete) the field at ``path`` (keys and indices)."""
+
+    def mutate(doc: Any) -> None:
+        for key in path[:-1]:
+            doc = doc[key]
+        if delete:
+            del doc[path[-1]]
+        else:
+            doc[path[-1]] = value
+
+    return mutate
 
 
 def write_json(path: Path, data: Any) -> Path:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from behaviour_trajectories import (
+    edit_at,
     run_record,
     toolcall_trajectory,
     trae_trajectory,
@@ -64,39 +64,27 @@ def test_a_record_built_for_a_planned_run_reads_back_equal_and_writes_the_same_b
                                                         path).synthetic
 
 
-def edit(*path: Any, value: Any = None, delete: bool = False) -> Callable[[dict], None]:
-    def mutate(doc: dict) -> None:
-        for key in path[:-1]:
-            doc = doc[key]
-        if delete:
-            del doc[path[-1]]
-        else:
-            doc[path[-1]] = value
-
-    return mutate
-
-
 #: a mutation of a whole run record → what its one error line says after the file name
 RECORD_FIELDS: dict[str, tuple[Callable[[dict], None], str]] = {
-    "turns missing": (edit("turns", delete=True), "turns is missing, expected an integer; rerun this run"),
-    "turns a string": (edit("turns", value="10"), "turns is a string, expected an integer; rerun this run"),
-    "turns negative": (edit("turns", value=-1), "turns -1 is not a count of model calls; rerun this run"),
-    "an unknown status": (edit("status", value="finished"), "status 'finished' is not a run outcome"),
-    "status a number": (edit("status", value=3), "status is the number 3, expected a string"),
-    "seed a string": (edit("seed", value="7"), "seed is a string, expected an integer"),
-    "repeat a boolean": (edit("repeat", value=True), "repeat is true (a boolean), expected an integer"),
-    "deletion a string": (edit("deletion", value="nope"), "deletion is a string, expected an object"),
-    "deletion amount a string": (edit("deletion", "amount", value="50"),
+    "turns missing": (edit_at("turns", delete=True), "turns is missing, expected an integer; rerun this run"),
+    "turns a string": (edit_at("turns", value="10"), "turns is a string, expected an integer; rerun this run"),
+    "turns negative": (edit_at("turns", value=-1), "turns -1 is not a count of model calls; rerun this run"),
+    "an unknown status": (edit_at("status", value="finished"), "status 'finished' is not a run outcome"),
+    "status a number": (edit_at("status", value=3), "status is the number 3, expected a string"),
+    "seed a string": (edit_at("seed", value="7"), "seed is a string, expected an integer"),
+    "repeat a boolean": (edit_at("repeat", value=True), "repeat is true (a boolean), expected an integer"),
+    "deletion a string": (edit_at("deletion", value="nope"), "deletion is a string, expected an object"),
+    "deletion amount a string": (edit_at("deletion", "amount", value="50"),
                                  "deletion.amount is a string, expected a number or null"),
-    "deletion keep_last missing": (edit("deletion", "keep_last", delete=True),
+    "deletion keep_last missing": (edit_at("deletion", "keep_last", delete=True),
                                    "deletion.keep_last is missing, expected an integer"),
-    "an unknown deletion field": (edit("deletion", "budget", value=1), "deletion: unknown field 'budget'"),
-    "versions a list": (edit("versions", value=[]), "versions is a list, expected an object"),
-    "an unknown field": (edit("synthetic", value=True), "unknown field 'synthetic'"),
-    "started a string": (edit("started", value="now"), "started is a string, expected a number"),
-    "model_s missing": (edit("model_s", delete=True), "model_s is missing, expected a number"),
-    "error a number": (edit("error", value=5), "error is the number 5, expected a string or null"),
-    "agent_calls a float": (edit("agent_calls", value=1.5), "agent_calls is the number 1.5, expected an integer"),
+    "an unknown deletion field": (edit_at("deletion", "budget", value=1), "deletion: unknown field 'budget'"),
+    "versions a list": (edit_at("versions", value=[]), "versions is a list, expected an object"),
+    "an unknown field": (edit_at("synthetic", value=True), "unknown field 'synthetic'"),
+    "started a string": (edit_at("started", value="now"), "started is a string, expected a number"),
+    "model_s missing": (edit_at("model_s", delete=True), "model_s is missing, expected a number"),
+    "error a number": (edit_at("error", value=5), "error is the number 5, expected a string or null"),
+    "agent_calls a float": (edit_at("agent_calls", value=1.5), "agent_calls is the number 1.5, expected an integer"),
 }
 
 

@@ -10,123 +10,108 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from behaviour_trajectories import text_trajectory, toolcall_trajectory, trae_trajectory, write_json
+from behaviour_trajectories import edit_at, text_trajectory, toolcall_trajectory, trae_trajectory, write_json
 
 from forgetting import cli
 from forgetting.behaviour import label_run
 from forgetting.cost import load_run
 from forgetting.errors import RunOutputError
 
-
-def setter(*path: Any, value: Any = None, delete: bool = False) -> Callable[[Any], None]:
-    """A mutation of the document: set (or delete) the field at ``path``."""
-
-    def mutate(doc: Any) -> None:
-        for key in path[:-1]:
-            doc = doc[key]
-        if delete:
-            del doc[path[-1]]
-        else:
-            doc[path[-1]] = value
-
-    return mutate
-
-
 # toolcall_trajectory(): messages[2] is turn 1's assistant message, [3] its tool output,
 # [4] the format error carrying the rejected response in extra.response
 MINI_FIELDS: dict[str, tuple[Callable[[], dict], Callable[[Any], None], str]] = {
-    "tool_calls a string": (toolcall_trajectory, setter("messages", 2, "tool_calls", value="nope"),
+    "tool_calls a string": (toolcall_trajectory, edit_at("messages", 2, "tool_calls", value="nope"),
                             "messages[2].tool_calls is a string, expected a list or null"),
-    "a tool call a number": (toolcall_trajectory, setter("messages", 2, "tool_calls", value=[1]),
+    "a tool call a number": (toolcall_trajectory, edit_at("messages", 2, "tool_calls", value=[1]),
                              "messages[2].tool_calls[0] is the number 1, expected an object"),
-    "a tool call without function": (toolcall_trajectory, setter("messages", 2, "tool_calls", 0, "function",
+    "a tool call without function": (toolcall_trajectory, edit_at("messages", 2, "tool_calls", 0, "function",
                                                                  delete=True),
                                      "messages[2].tool_calls[0].function is missing, expected an object"),
-    "a tool name a number": (toolcall_trajectory, setter("messages", 2, "tool_calls", 0, "function", "name", value=7),
+    "a tool name a number": (toolcall_trajectory, edit_at("messages", 2, "tool_calls", 0, "function", "name", value=7),
                              "messages[2].tool_calls[0].function.name is the number 7, expected a string"),
     "tool arguments a number": (toolcall_trajectory,
-                                setter("messages", 2, "tool_calls", 0, "function", "arguments", value=5),
+                                edit_at("messages", 2, "tool_calls", 0, "function", "arguments", value=5),
                                 "messages[2].tool_calls[0].function.arguments is the number 5"),
-    "content an object": (toolcall_trajectory, setter("messages", 3, "content", value={"a": 1}),
+    "content an object": (toolcall_trajectory, edit_at("messages", 3, "content", value={"a": 1}),
                           "messages[3].content is an object, expected a string, a list of content parts or null"),
-    "a content part a string": (toolcall_trajectory, setter("messages", 1, "content", value=["hi"]),
+    "a content part a string": (toolcall_trajectory, edit_at("messages", 1, "content", value=["hi"]),
                                 "messages[1].content[0] is a string, expected an object"),
-    "a message without role": (toolcall_trajectory, setter("messages", 1, "role", delete=True),
+    "a message without role": (toolcall_trajectory, edit_at("messages", 1, "role", delete=True),
                                "messages[1].role is missing, expected a string"),
-    "a message a string": (toolcall_trajectory, setter("messages", 1, value="hi"),
+    "a message a string": (toolcall_trajectory, edit_at("messages", 1, value="hi"),
                            "messages[1] is a string, expected an object"),
-    "tool_call_id a number": (toolcall_trajectory, setter("messages", 3, "tool_call_id", value=3),
+    "tool_call_id a number": (toolcall_trajectory, edit_at("messages", 3, "tool_call_id", value=3),
                               "messages[3].tool_call_id is the number 3, expected a string or null"),
-    "extra a string": (toolcall_trajectory, setter("messages", 3, "extra", value="x"),
+    "extra a string": (toolcall_trajectory, edit_at("messages", 3, "extra", value="x"),
                        "messages[3].extra is a string, expected an object or null"),
-    "stored actions a string": (toolcall_trajectory, setter("messages", 2, "extra", "actions", value="cat a.py"),
+    "stored actions a string": (toolcall_trajectory, edit_at("messages", 2, "extra", "actions", value="cat a.py"),
                                 "messages[2].extra.actions is a string, expected a list or null"),
-    "a stored command a list": (toolcall_trajectory, setter("messages", 2, "extra", "actions", 0, "command",
+    "a stored command a list": (toolcall_trajectory, edit_at("messages", 2, "extra", "actions", 0, "command",
                                                             value=["cat"]),
                                 "messages[2].extra.actions[0].command is a list, expected a string or null"),
-    "raw output a number": (toolcall_trajectory, setter("messages", 3, "extra", "raw_output", value=3),
+    "raw output a number": (toolcall_trajectory, edit_at("messages", 3, "extra", "raw_output", value=3),
                             "messages[3].extra.raw_output is the number 3, expected a string or null"),
-    "a response a list": (toolcall_trajectory, setter("messages", 4, "extra", "response", value=[]),
+    "a response a list": (toolcall_trajectory, edit_at("messages", 4, "extra", "response", value=[]),
                           "messages[4].extra.response is a list, expected an object or null"),
-    "choices a string": (toolcall_trajectory, setter("messages", 4, "extra", "response", "choices", value="x"),
+    "choices a string": (toolcall_trajectory, edit_at("messages", 4, "extra", "response", "choices", value="x"),
                          "messages[4].extra.response.choices is a string, expected a list or null"),
     "a rejected reply's tool_calls a string": (
-        toolcall_trajectory, setter("messages", 4, "extra", "response", "choices", 0, "message", "tool_calls",
+        toolcall_trajectory, edit_at("messages", 4, "extra", "response", "choices", 0, "message", "tool_calls",
                                     value="nope"),
         "messages[4].extra.response.choices[0].message.tool_calls is a string, expected a list or null"),
-    "a timestamp a string": (toolcall_trajectory, setter("messages", 2, "extra", "timestamp", value="noon"),
+    "a timestamp a string": (toolcall_trajectory, edit_at("messages", 2, "extra", "timestamp", value="noon"),
                              "messages[2].extra.timestamp is a string, expected a number or null"),
-    "messages a string": (toolcall_trajectory, setter("messages", value="x"),
+    "messages a string": (toolcall_trajectory, edit_at("messages", value="x"),
                           "messages is a string, expected a list"),
-    "trajectory_format a number": (toolcall_trajectory, setter("trajectory_format", value=3),
+    "trajectory_format a number": (toolcall_trajectory, edit_at("trajectory_format", value=3),
                                    "trajectory_format is the number 3, expected a string or null"),
-    "info a string": (toolcall_trajectory, setter("info", value="x"), "info is a string, expected an object or null"),
-    "exit status a number": (toolcall_trajectory, setter("info", "exit_status", value=0),
+    "info a string": (toolcall_trajectory, edit_at("info", value="x"), "info is a string, expected an object or null"),
+    "exit status a number": (toolcall_trajectory, edit_at("info", "exit_status", value=0),
                              "info.exit_status is the number 0, expected a string or null"),
-    "api_calls a string": (toolcall_trajectory, setter("info", "model_stats", "api_calls", value="10"),
+    "api_calls a string": (toolcall_trajectory, edit_at("info", "model_stats", "api_calls", value="10"),
                            "info.model_stats.api_calls is a string, expected an integer or null"),
-    "step_limit a boolean": (toolcall_trajectory, setter("info", "config", "agent", "step_limit", value=True),
+    "step_limit a boolean": (toolcall_trajectory, edit_at("info", "config", "agent", "step_limit", value=True),
                              "info.config.agent.step_limit is true (a boolean), expected an integer or null"),
-    "the agent config a list": (toolcall_trajectory, setter("info", "config", "agent", value=[]),
+    "the agent config a list": (toolcall_trajectory, edit_at("info", "config", "agent", value=[]),
                                 "info.config.agent is a list, expected an object or null"),
-    "a text action_regex a number": (text_trajectory, setter("info", "config", value={"model": {"action_regex": 5}}),
+    "a text action_regex a number": (text_trajectory, edit_at("info", "config", value={"model": {"action_regex": 5}}),
                                      "info.config.model.action_regex is the number 5, expected a string or null"),
-    "a text message's content a number": (text_trajectory, setter("messages", 3, "content", value=12),
+    "a text message's content a number": (text_trajectory, edit_at("messages", 3, "content", value=12),
                                           "messages[3].content is the number 12, expected a string"),
 }
 
 # trae_trajectory(): 6 model calls; the results of call k come in call k + 1's input messages
 TRAE_FIELDS: dict[str, tuple[Callable[[Any], None], str]] = {
-    "an interaction a number": (setter("llm_interactions", value=[1]),
+    "an interaction a number": (edit_at("llm_interactions", value=[1]),
                                 "llm_interactions[0] is the number 1, expected an object"),
-    "interactions a string": (setter("llm_interactions", value="x"), "llm_interactions is a string, expected a list"),
-    "a response a string": (setter("llm_interactions", 0, "response", value="x"),
+    "interactions a string": (edit_at("llm_interactions", value="x"), "llm_interactions is a string, expected a list"),
+    "a response a string": (edit_at("llm_interactions", 0, "response", value="x"),
                             "llm_interactions[0].response is a string, expected an object or null"),
-    "tool_calls a string": (setter("llm_interactions", 0, "response", "tool_calls", value="nope"),
+    "tool_calls a string": (edit_at("llm_interactions", 0, "response", "tool_calls", value="nope"),
                             "llm_interactions[0].response.tool_calls is a string, expected a list or null"),
-    "a tool call a number": (setter("llm_interactions", 0, "response", "tool_calls", value=[1]),
+    "a tool call a number": (edit_at("llm_interactions", 0, "response", "tool_calls", value=[1]),
                              "llm_interactions[0].response.tool_calls[0] is the number 1, expected an object"),
-    "tool arguments a number": (setter("llm_interactions", 0, "response", "tool_calls", 0, "arguments", value=5),
+    "tool arguments a number": (edit_at("llm_interactions", 0, "response", "tool_calls", 0, "arguments", value=5),
                                 "llm_interactions[0].response.tool_calls[0].arguments is the number 5"),
-    "a tool name a list": (setter("llm_interactions", 0, "response", "tool_calls", 0, "name", value=["x"]),
+    "a tool name a list": (edit_at("llm_interactions", 0, "response", "tool_calls", 0, "name", value=["x"]),
                            "llm_interactions[0].response.tool_calls[0].name is a list, expected a string"),
-    "an input message a number": (setter("llm_interactions", 1, "input_messages", value=[1]),
+    "an input message a number": (edit_at("llm_interactions", 1, "input_messages", value=[1]),
                                   "llm_interactions[1].input_messages[0] is the number 1, expected an object"),
-    "a tool result a string": (setter("llm_interactions", 1, "input_messages", 0, "tool_result", value="x"),
+    "a tool result a string": (edit_at("llm_interactions", 1, "input_messages", 0, "tool_result", value="x"),
                                "llm_interactions[1].input_messages[0].tool_result is a string, expected an object"),
-    "a result a number": (setter("llm_interactions", 1, "input_messages", 0, "tool_result", "result", value=5),
+    "a result a number": (edit_at("llm_interactions", 1, "input_messages", 0, "tool_result", "result", value=5),
                           "llm_interactions[1].input_messages[0].tool_result.result is the number 5"),
-    "a step a number": (setter("agent_steps", value=[1]), "agent_steps[0] is the number 1, expected an object"),
-    "step results a string": (setter("agent_steps", 0, "tool_results", value="x"),
+    "a step a number": (edit_at("agent_steps", value=[1]), "agent_steps[0] is the number 1, expected an object"),
+    "step results a string": (edit_at("agent_steps", 0, "tool_results", value="x"),
                               "agent_steps[0].tool_results is a string, expected a list or null"),
-    "a result's call id a list": (setter("agent_steps", 0, "tool_results", 0, "call_id", value=[1]),
+    "a result's call id a list": (edit_at("agent_steps", 0, "tool_results", 0, "call_id", value=[1]),
                                   "agent_steps[0].tool_results[0].call_id is a list, expected a string"),
-    "a step error a number": (setter("agent_steps", 0, "error", value=1),
+    "a step error a number": (edit_at("agent_steps", 0, "error", value=1),
                               "agent_steps[0].error is the number 1, expected a string or null"),
-    "max_steps a string": (setter("max_steps", value="200"), "max_steps is a string, expected an integer or null"),
-    "success a string": (setter("success", value="yes"), "success is a string, expected true or false or null"),
-    "final_result a number": (setter("final_result", value=5), "final_result is the number 5, expected a string"),
-    "end_time a number": (setter("end_time", value=5), "end_time is the number 5, expected a string or null"),
+    "max_steps a string": (edit_at("max_steps", value="200"), "max_steps is a string, expected an integer or null"),
+    "success a string": (edit_at("success", value="yes"), "success is a string, expected true or false or null"),
+    "final_result a number": (edit_at("final_result", value=5), "final_result is the number 5, expected a string"),
+    "end_time a number": (edit_at("end_time", value=5), "end_time is the number 5, expected a string or null"),
 }
 
 

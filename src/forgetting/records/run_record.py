@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,6 @@ RUN_STATUSES: tuple[str, ...] = ("submitted", "capped", "context_exceeded", "err
 SYNTHETIC_BACKEND = "synthetic"
 
 _HINT = "rerun this run"
-_DELETION_FIELDS = frozenset({"name", "policy", "scope", "granularity", "amount", "keep_last", "timing", "params"})
 
 
 def is_finished(run_dir: Path) -> bool:
@@ -73,71 +72,15 @@ class RunRecord:
         return self.model_backend == SYNTHETIC_BACKEND
 
     @classmethod
-    def for_run(
-        cls,
-        run: Run,
-        *,
-        status: str,
-        exit_status: str,
-        turns: int,
-        turn_cap: int,
-        agent_calls: int | None,
-        started: float,
-        wall_s: float,
-        model_s: float | None,
-        agent_exit_code: int | None,
-        patch_bytes: int,
-        error: str | None,
-        model_backend: str,
-        versions: Mapping[str, Any],
-    ) -> RunRecord:
-        """The record of a planned run: its identity from the plan, the rest as given."""
-        return cls(
-            run_id=run.run_id,
-            agent=run.agent,
-            configuration=run.configuration,
-            task=run.task,
-            repeat=run.repeat,
-            seed=run.seed,
-            deletion=run.deletion,
-            status=status,
-            exit_status=exit_status,
-            turns=turns,
-            turn_cap=turn_cap,
-            agent_calls=agent_calls,
-            started=started,
-            wall_s=wall_s,
-            model_s=model_s,
-            agent_exit_code=agent_exit_code,
-            patch_bytes=patch_bytes,
-            error=error,
-            model_backend=model_backend,
-            versions=versions,
-        )
+    def for_run(cls, run: Run, **outcome: Any) -> RunRecord:
+        """The record of a planned run: its identity from the plan, every other field (status
+        … versions) given by name."""
+        identity = {k: getattr(run, k) for k in ("run_id", "agent", "configuration", "task", "repeat", "seed")}
+        return cls(**identity, deletion=run.deletion, **outcome)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "agent": self.agent,
-            "configuration": self.configuration,
-            "task": self.task,
-            "repeat": self.repeat,
-            "seed": self.seed,
-            "deletion": self.deletion.as_dict(),
-            "status": self.status,
-            "exit_status": self.exit_status,
-            "turns": self.turns,
-            "turn_cap": self.turn_cap,
-            "agent_calls": self.agent_calls,
-            "started": self.started,
-            "wall_s": self.wall_s,
-            "model_s": self.model_s,
-            "agent_exit_code": self.agent_exit_code,
-            "patch_bytes": self.patch_bytes,
-            "error": self.error,
-            "model_backend": self.model_backend,
-            "versions": dict(self.versions),
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**data, "deletion": self.deletion.as_dict(), "versions": dict(self.versions)}
 
     def to_json(self) -> str:
         """The bytes of ``run.json`` (sorted keys, so equal records give equal files)."""
@@ -147,81 +90,51 @@ class RunRecord:
     def from_json(cls, data: Any, source: Path) -> RunRecord:
         """Check a parsed ``run.json`` field by field (see the module docstring)."""
         f = Fields.of(data, source, hint=_HINT)
-        f.unknown(_RECORD_FIELDS)
-        status = f.string("status", required=True, null=False)
-        if status not in RUN_STATUSES:
+        f.unknown(set(_KINDS) | {"deletion"})
+        values = {key: _field(f, key, kind, null) for key, (kind, null) in _KINDS.items()}
+        if values["status"] not in RUN_STATUSES:
             raise RunOutputError(
-                f"{source}: status {status!r} is not a run outcome ({', '.join(RUN_STATUSES)}); {_HINT}"
+                f"{source}: status {values['status']!r} is not a run outcome ({', '.join(RUN_STATUSES)}); {_HINT}"
             )
-        turns = f.integer("turns", required=True, null=False)
-        assert turns is not None
-        if turns < 0:
-            raise RunOutputError(f"{source}: turns {turns!r} is not a count of model calls; {_HINT}")
-        versions = f.mapping("versions", required=True, null=False)
-        return cls(
-            run_id=_str(f, "run_id"),
-            agent=_str(f, "agent"),
-            configuration=_str(f, "configuration"),
-            task=_str(f, "task"),
-            repeat=_int(f, "repeat"),
-            seed=_int(f, "seed"),
-            deletion=_deletion(f),
-            status=status,
-            exit_status=_str(f, "exit_status"),
-            turns=turns,
-            turn_cap=_int(f, "turn_cap"),
-            agent_calls=f.integer("agent_calls", required=True),
-            started=_float(f, "started"),
-            wall_s=_float(f, "wall_s"),
-            model_s=_opt_float(f, "model_s"),
-            agent_exit_code=f.integer("agent_exit_code", required=True),
-            patch_bytes=_int(f, "patch_bytes"),
-            error=f.string("error", required=True),
-            model_backend=_str(f, "model_backend"),
-            versions=dict(versions or {}),
-        )
+        if values["turns"] < 0:
+            raise RunOutputError(f"{source}: turns {values['turns']!r} is not a count of model calls; {_HINT}")
+        return cls(**values, deletion=_deletion(f))
 
 
-_RECORD_FIELDS = frozenset(RunRecord.__dataclass_fields__)
+#: a field's annotation → the JSON kind it is read as (:class:`Fields`' method of that name)
+_JSON_KINDS = {"str": "string", "int": "integer", "float": "number", "Mapping[str, Any]": "mapping"}
 
 
-def _str(f: Fields, key: str) -> str:
-    value = f.string(key, required=True, null=False)
-    assert value is not None
-    return value
+def _kinds(cls: type, *, skip: tuple[str, ...] = ()) -> dict[str, tuple[str, bool]]:
+    """Each field of dataclass ``cls`` but ``skip``: (its JSON kind, whether it may be null)."""
+    out = {}
+    for f in fields(cls):
+        if f.name in skip:
+            continue
+        annotation = str(f.type)
+        base = annotation.removesuffix(" | None")
+        if base not in _JSON_KINDS:
+            raise TypeError(f"{cls.__name__}.{f.name}: {annotation} is no JSON kind the run record reads")
+        out[f.name] = (_JSON_KINDS[base], base != annotation)
+    return out
 
 
-def _int(f: Fields, key: str) -> int:
-    value = f.integer(key, required=True, null=False)
-    assert value is not None
-    return value
+_KINDS = _kinds(RunRecord, skip=("deletion",))
+_DELETION_KINDS = _kinds(Deletion)
 
 
-def _float(f: Fields, key: str) -> float:
-    value = f.number(key, required=True, null=False)
-    assert value is not None
-    return value  # an int stays an int: the record writes back what it read
-
-
-def _opt_float(f: Fields, key: str) -> float | None:
-    return f.number(key, required=True)
+def _field(f: Fields, key: str, kind: str, null: bool) -> Any:
+    """A required field of ``kind`` (an int stays an int where a number is asked for: the
+    record writes back what it read); a mapping is copied."""
+    value = getattr(f, kind)(key, required=True, null=null)
+    return dict(value) if kind == "mapping" else value
 
 
 def _deletion(f: Fields) -> Deletion:
     d = f.obj("deletion", required=True, null=False)
     assert d is not None
-    d.unknown(_DELETION_FIELDS)
-    params = d.mapping("params", required=True, null=False)
-    return Deletion(
-        name=_str(d, "name"),
-        policy=_str(d, "policy"),
-        scope=d.string("scope", required=True),
-        granularity=d.string("granularity", required=True),
-        amount=d.number("amount", required=True),  # type: ignore[arg-type]
-        keep_last=_int(d, "keep_last"),
-        timing=d.string("timing", required=True),
-        params=dict(params or {}),
-    )
+    d.unknown(set(_DELETION_KINDS))
+    return Deletion(**{key: _field(d, key, kind, null) for key, (kind, null) in _DELETION_KINDS.items()})
 
 
 def read_run_record(path: str | os.PathLike[str]) -> RunRecord:
