@@ -33,6 +33,8 @@ from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
 
+from forgetting.records import RunRecord, read_run_record
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
@@ -61,15 +63,15 @@ def parse_jobs(log: str) -> dict[str, list[tuple[float, float]]]:
     return jobs
 
 
-def run_figures(results: Path) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(results.glob("runs/*/*/*/*/run.json"))]
+def run_figures(results: Path) -> list[RunRecord]:
+    return [read_run_record(p) for p in sorted(results.glob("runs/*/*/*/*/run.json"))]
 
 
 def first_call_delay(results: Path) -> list[float]:
     """Seconds from a run's start to its first model call (fork, workspace, proxy, agent set-up)."""
     out = []
     for run_json in sorted(results.glob("runs/*/*/*/*/run.json")):
-        started = json.loads(run_json.read_text())["started"]
+        started = read_run_record(run_json).started
         with open(run_json.parent / "calls.jsonl", encoding="utf-8") as fh:
             for line in fh:
                 if '"type":"call"' in line:
@@ -137,12 +139,12 @@ def main() -> int:
 
     runs = run_figures(results)
     if runs:
-        walls = [r["wall_s"] for r in runs]
-        turns = [r["turns"] for r in runs]
-        model = [r["model_s"] or 0 for r in runs]
+        walls = [r.wall_s for r in runs]
+        turns = [r.turns for r in runs]
+        model = [r.model_s or 0 for r in runs]
         statuses: dict[str, int] = defaultdict(int)
         for r in runs:
-            statuses[r["status"]] += 1
+            statuses[r.status] += 1
         print(f"\n{len(runs)} runs ({', '.join(f'{n} {s}' for s, n in sorted(statuses.items()))})")
         print(f"per run: wall median {statistics.median(walls):.2f} s, mean {statistics.mean(walls):.2f} s, "
               f"max {max(walls):.1f} s; turns median {statistics.median(turns):.0f}, max {max(turns)}; "

@@ -13,6 +13,7 @@ from forgetting.calllog import CallLogWriter
 from forgetting.config import load_study
 from forgetting.layout import Layout
 from forgetting.plan import plan_batches
+from forgetting_testkit.trajectories import write_run_json
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object",
          "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
@@ -50,10 +51,8 @@ def write_run(run_dir, run, *, resolved: bool) -> None:
             "trajectory_format": "mini-swe-agent-1.1"}
     (run_dir / "trajectory.json").write_text(json.dumps(traj))
     (run_dir / "patch.diff").write_text("diff --git a/mod.py b/mod.py\n")
-    (run_dir / "run.json").write_text(json.dumps({"run_id": run.run_id, "seed": run.seed, "status": "submitted",
-                                                  "exit_status": "Submitted", "turns": 4, "turn_cap": 200,
-                                                  "wall_s": 12.5, "started": 1.7e9,
-                                                  "model_backend": "scripted stand-in for the LLM"}))
+    write_run_json(run_dir, seed=run.seed, turns=4, turn_cap=200, wall_s=12.5, started=1.7e9,
+                   model_backend="scripted stand-in for the LLM")
     status = "resolved" if resolved else "unresolved"
     (run_dir / "eval.json").write_text(json.dumps({"status": status, "resolved": resolved}))
 

@@ -27,6 +27,7 @@ from forgetting.errors import UserError
 from forgetting.faults import checkpoint
 from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
+from forgetting.records import RunDir, RunRecord, open_run_dir
 from forgetting.schemas import (
     CALLS_SCHEMA,
     RUN_COSTS_SCHEMA,
@@ -72,21 +73,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-#: how a finished run can end (run.json ``status``; SPEC §3)
-RUN_STATUSES: tuple[str, ...] = ("submitted", "capped", "context_exceeded", "error")
-
-
-def _check_run_record(path: Path, meta: Mapping[str, Any]) -> None:
-    status = meta.get("status")
-    if status not in RUN_STATUSES:
-        raise MissingStageOutput(
-            f"{path}: status {status!r} is not a run outcome ({', '.join(RUN_STATUSES)}); rerun this run"
-        )
-    turns = meta.get("turns")
-    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 0:
-        raise MissingStageOutput(f"{path}: turns {turns!r} is not a count of model calls; rerun this run")
-
-
 def _check_eval_report(path: Path, report: Mapping[str, Any]) -> None:
     from forgetting.evaluation.report import STATUSES
 
@@ -102,7 +88,7 @@ def _check_eval_report(path: Path, report: Mapping[str, Any]) -> None:
         )
 
 
-def _check_call_log(path: Path, run_id: str, turns: Any) -> None:
+def _check_call_log(path: Path, run_id: str, turns: int) -> None:
     """A finished run's call log must be whole and its own (read once; the behaviour and cost
     stages reuse the parsed log)."""
     if not path.is_file():
@@ -114,11 +100,34 @@ def _check_call_log(path: Path, run_id: str, turns: Any) -> None:
     owner = log.header.get("run_id")
     if owner and owner != run_id:
         raise MissingStageOutput(f"{path}: the call log of run {owner}, not of {run_id}")
-    if isinstance(turns, int) and len(log.calls) < turns:
+    if len(log.calls) < turns:
         raise MissingStageOutput(
             f"{path}: {len(log.calls)} model calls logged but run.json records {turns}; "
             "the call log is truncated (rerun this run)"
         )
+
+
+def _run_record(run_dir: Path, study: Study, run: Run) -> tuple[RunDir, RunRecord]:
+    """The run directory and its record, checked against the study and the plan."""
+    if not (run_dir / RUN_JSON).is_file():
+        raise MissingStageOutput(f"{run_dir / RUN_JSON}: run record not found")
+    try:
+        found = open_run_dir(run_dir)
+    except UserError as exc:
+        raise MissingStageOutput(str(exc)) from None
+    record = found.record
+    assert record is not None
+    # the one check of the synthetic marker: synthetic runs only in a study that says it is one
+    if record.synthetic and not study.section("study")["synthetic"]:
+        raise MissingStageOutput(
+            f"{run_dir / RUN_JSON}: a synthetic run (forgetting-synth) in a study without study.synthetic: true; "
+            "synthetic runs are never analysed with real results"
+        )
+    if record.seed != run.seed:
+        raise MissingStageOutput(
+            f"{run_dir / RUN_JSON}: seed {record.seed} differs from the plan's {run.seed}; rerun it with force_rerun"
+        )
+    return found, record
 
 
 def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str) -> RunAnalysis:
@@ -127,40 +136,28 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
     from forgetting.cost import cost_run
 
     run_dir = Layout(study.results_dir).run_dir(run.run_id)
-    meta = _read_json(run_dir / RUN_JSON, "run record")
+    found, record = _run_record(run_dir, study, run)
     report = _read_json(run_dir / EVAL_JSON, "evaluation report")
-    if (meta.get("synthetic") or meta.get("model_backend") == "synthetic") and not study.section("study").get(
-        "synthetic"
-    ):
-        raise MissingStageOutput(
-            f"{run_dir / RUN_JSON}: a synthetic run (forgetting-synth) in a study without study.synthetic: true; "
-            "synthetic runs are never analysed with real results"
-        )
-    if meta.get("seed") is not None and int(meta["seed"]) != run.seed:
-        raise MissingStageOutput(
-            f"{run_dir / RUN_JSON}: seed {meta['seed']} differs from the plan's {run.seed}; rerun it with force_rerun"
-        )
-    _check_run_record(run_dir / RUN_JSON, meta)
     _check_eval_report(run_dir / EVAL_JSON, report)
     try:
-        _check_call_log(run_dir / CALLS, run.run_id, meta.get("turns"))
-        behaviour = label_run(run_dir, **behaviour_options(study))
-        cost = cost_run(run_dir, profiles, primary=primary, run_id=run.run_id)
+        _check_call_log(run_dir / CALLS, run.run_id, record.turns)
+        behaviour = label_run(found, **behaviour_options(study))
+        cost = cost_run(found, profiles, primary=primary, run_id=run.run_id)
     except UserError as exc:
         raise MissingStageOutput(str(exc)) from None
 
     patch = run_dir / PATCH
-    status = meta.get("status")
+    status = record.status
     summary: dict[str, Any] = {name: None for name in RUNS_SCHEMA.names}
     summary.update(run.identity())
     summary.update(
-        model_backend=meta.get("model_backend"),
+        model_backend=record.model_backend,
         status=status,
-        exit_status=meta.get("exit_status"),
-        turns=meta.get("turns"),
+        exit_status=record.exit_status,
+        turns=record.turns,
         context_exceeded=status == "context_exceeded",
         patch_missing=not patch.is_file() or not patch.read_text(encoding="utf-8", errors="replace").strip(),
-        error=meta.get("error"),
+        error=record.error,
         eval_status=report.get("status"),
         resolved=bool(report.get("resolved")),
     )
@@ -175,9 +172,9 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
 
     timing = {
         "run_id": run.run_id,
-        "started": meta.get("started"),
-        "wall_s": meta.get("wall_s"),
-        "model_s": meta.get("model_s"),
+        "started": record.started,
+        "wall_s": record.wall_s,
+        "model_s": record.model_s,
         "calls": summary.get("turns"),
     }
     return RunAnalysis(

@@ -24,6 +24,7 @@ from forgetting_testkit.trajectories import (
     trae_trajectory,
     write_call_log,
     write_json,
+    write_run_json,
 )
 
 
@@ -111,7 +112,7 @@ def _run_dir(tmp_path: Path, run_json: dict | None = None) -> Path:
         },
     )
     if run_json is not None:
-        write_json(run / "run.json", run_json)
+        write_run_json(run, **run_json)
     return run
 
 
@@ -301,7 +302,7 @@ def test_capped_from_the_trajectories(tmp_path: Path) -> None:
 def test_capped_from_run_json(tmp_path: Path) -> None:
     run = _run_dir(tmp_path, {"status": "capped", "turns": 10, "agent": "mini"})
     assert label_run(run).summary["capped"] is True
-    write_json(run / "run.json", {"status": "submitted", "turns": 10})
+    write_run_json(run, status="submitted", turns=10)
     assert label_run(run, turn_cap=10).summary["capped"] is False
 
 

@@ -21,6 +21,7 @@ from forgetting_testkit.trajectories import (
     trae_trajectory,
     write_call_log,
     write_json,
+    write_run_json,
 )
 
 
@@ -68,7 +69,7 @@ def test_label_run_directories(tmp_path: Path, run_cli) -> None:
         run = runs / config / "demo__t1" / "1"
         write_json(run / "trajectory.json", toolcall_trajectory())
         write_call_log(run / "calls.jsonl", deleted)
-        write_json(run / "run.json", {"status": "submitted", "turns": 10, "agent": "mini"})
+        write_run_json(run, status="submitted", turns=10)
     out = tmp_path / "rows.parquet"
     proc = run_cli("label", tmp_path / "results", "--out", out)
     assert proc.returncode == 0, proc.stderr
@@ -216,7 +217,7 @@ def test_label_refuses_a_torn_call_log_unless_allowed(tmp_path: Path, run_cli) -
     run = tmp_path / "runs" / "mini" / "immediate-turn-tool_output-100" / "demo__t1" / "1"
     write_json(run / "trajectory.json", toolcall_trajectory())
     calls = write_call_log(run / "calls.jsonl", {2: [deletion(1)]})
-    write_json(run / "run.json", {"status": "submitted", "turns": 10, "agent": "mini"})
+    write_run_json(run, status="submitted", turns=10)
     data = calls.read_bytes()
     start = data.rstrip(b"\n").rfind(b"\n") + 1
     calls.write_bytes(data[: start + 25])  # the proxy was killed while writing the last call

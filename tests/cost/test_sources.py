@@ -309,13 +309,13 @@ def test_bash_tool_matches_mini_swe_agent(monkeypatch, tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("[1, 2", "not valid JSON"),
-        ('{"info": {}}', "no 'messages' list"),
+        ("[1, 2", "not a JSON file"),
+        ('{"info": {}}', "unknown trajectory format"),
         (
             '{"messages": [], "trajectory_format": "other-agent-3"}',
             "unknown trajectory_format 'other-agent-3'",
         ),
-        ('{"messages": [{"content": "x"}]}', r"messages\[0\] is not a message with a role"),
+        ('{"messages": [{"content": "x"}]}', r"messages\[0\]\.role is missing, expected a string"),
     ],
 )
 def test_bad_trajectories(tmp_path, content, message):
@@ -338,13 +338,20 @@ def test_a_run_without_model_calls_costs_nothing(tmp_path):
 
 
 def test_run_id_from_the_run_directory(tmp_path):
-    from forgetting.cost.prompts import run_id_from_path
+    from forgetting.records import run_id_from_path
 
     assert (
         run_id_from_path(tmp_path / "results" / "runs" / "mini" / "baseline" / "t" / "2")
         == "mini/baseline/t/2"
     )
-    assert run_id_from_path(tmp_path / "elsewhere") == "elsewhere"
+    assert run_id_from_path(tmp_path / "elsewhere") is None
+    # a call log outside a runs/ tree without a run id in its header: the directory's name
+    d = tmp_path / "elsewhere"
+    d.mkdir()
+    write_log(d / "calls.jsonl")
+    text = (d / "calls.jsonl").read_text().replace('"run_id": "mini/delayed-turn-tool_output-50/t/1"', '"x": 1')
+    (d / "calls.jsonl").write_text(text)
+    assert load_run(d, allow_torn=True).run_id == "elsewhere"
 
 
 def test_paths_that_are_not_runs(tmp_path):

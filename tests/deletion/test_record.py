@@ -23,7 +23,9 @@ from forgetting.deletion.policy import PolicyContext
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.messages import segment
 from forgetting.naming import parse_configuration_name
+from forgetting.records import write_run_record
 from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
+from forgetting_testkit.trajectories import run_record
 
 CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters
@@ -122,8 +124,8 @@ def run_through_proxy(run_dir: Path, messages: list[dict[str, Any]], deletion: A
     }
     (run_dir / "trajectory.json").write_text(json.dumps(trajectory), encoding="utf-8")
     agent = "mini" if style == "tool_calls" else "mini-text"
-    run_json = {"agent": agent, "status": "submitted", "turns": len(turns), "exit_status": "Submitted"}
-    (run_dir / "run.json").write_text(json.dumps(run_json), encoding="utf-8")
+    write_run_record(run_dir / "run.json", run_record(f"{agent}/{deletion.name}/t/1", seed=seed, turns=len(turns),
+                                                       deletion=deletion))
     return reductions
 
 

@@ -14,6 +14,7 @@ import pytest
 from forgetting.behaviour import label_run
 from forgetting.demo.tasks import checkout
 from forgetting.layout import AGENT_LOG, CALLS, PATCH, RUN_JSON, TRAJECTORY, Layout
+from forgetting.records import read_run_record
 from forgetting.runner import run_batch
 from forgetting.runner.versions import SCRIPTED_NOTE
 from forgetting_testkit.runner import TASKS, batch_of, ok_calls, run_dir, run_json, snapshot, study_at
@@ -57,6 +58,9 @@ def test_a_finished_run_directory_holds_what_the_later_stages_read(finished, age
     assert meta["versions"]["agent"]["version"] == minisweagent.__version__
     assert meta["versions"]["model"]["note"] == SCRIPTED_NOTE
     assert meta["versions"]["pipeline"]["forgetting"]
+    # the record every stage reads back: what the runner wrote, field for field and byte for byte
+    record = read_run_record(d / RUN_JSON)
+    assert record.to_dict() == meta and record.to_json() == (d / RUN_JSON).read_text()
     # the agent's own trajectory, unreduced, in mini's format and message style
     traj = json.loads((d / TRAJECTORY).read_text())
     assert traj["trajectory_format"] == "mini-swe-agent-1.1" and traj["info"]["exit_status"] == "Submitted"

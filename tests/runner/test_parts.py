@@ -12,10 +12,11 @@ import pytest
 import yaml
 
 from forgetting.agents import TRAE_COMMIT
-from forgetting.errors import ConfigError
+from forgetting.errors import ConfigError, RunOutputError
 from forgetting.layout import RUN_JSON
 from forgetting.model_server import scripted_command
 from forgetting.plan import plan_runs
+from forgetting.records import parse_trae, read_run_record
 from forgetting.runner import mini, trae
 from forgetting.runner.batch import model_section
 from forgetting.runner.context import RunContext
@@ -24,6 +25,7 @@ from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, stale
 from forgetting.runner.settings import RunnerSettings
 from forgetting.runner.workspace import Workspace
 from forgetting_testkit.runner import TASKS, runner_settings, study_at
+from forgetting_testkit.trajectories import run_record
 
 # ------------------------------------------------------------------ statuses
 
@@ -76,12 +78,31 @@ def test_mini_exit_statuses_map_to_run_statuses(exit_status, exception, status):
     ],
 )
 def test_trae_trajectory_maps_to_run_statuses(data, exit_code, status, exit_status):
-    got, got_exit, _ = trae.classify(data, exit_code, timed_out=False)
+    got, got_exit, _ = trae.classify(trae_file(data), exit_code, timed_out=False)
     assert (got, got_exit) == (status, exit_status)
 
 
+def trae_file(data: dict | None):
+    """Trae's trajectory as the runner reads it (the one Trae parse); a fresh file has no calls yet."""
+    return None if data is None else parse_trae({"llm_interactions": [], **data}, Path("trajectory.json"))
+
+
+def test_the_runner_reads_trae_trajectories_with_the_one_trae_parse(tmp_path):
+    """What Trae left is read as every later stage reads it: a field no stage could read is a
+    one-line error (the run ends as an ``error`` with it), not a status guessed around it."""
+    path = tmp_path / "trajectory.json"
+    assert trae._read_trajectory(path) is None  # none written: NoTrajectory
+    path.write_text(json.dumps({"llm_interactions": [1], "success": True}))
+    with pytest.raises(RunOutputError, match=rf"^{path}: llm_interactions\[0\] is the number 1, expected an object"):
+        trae._read_trajectory(path)
+    path.write_text(json.dumps({"llm_interactions": [{}, {}], "success": False, "agent_steps": [{"error": "boom"}]}))
+    traj = trae._read_trajectory(path)
+    assert traj is not None and len(traj.interactions) == 2
+    assert trae.classify(traj, 1, False) == ("error", "Error", "boom")
+
+
 def test_trae_run_over_its_time_limit_is_an_error():
-    assert trae.classify({"success": True}, -9, timed_out=True)[:2] == ("error", "TimeExceeded")
+    assert trae.classify(trae_file({"success": True}), -9, timed_out=True)[:2] == ("error", "TimeExceeded")
 
 
 # ------------------------------------------------------------------ run directories
@@ -109,9 +130,10 @@ def test_finalize_writes_run_json_last_and_replaces_an_older_run(tmp_path):
     temp.mkdir()
     (temp / "calls.jsonl").write_text("{}\n")
     (temp / OUTCOME_FILE).write_text("{}")
-    finalize(temp, final, {"status": "submitted", "turns": 3})
+    record = run_record("mini/baseline/t/1", turns=3)
+    finalize(temp, final, record)
     assert sorted(p.name for p in final.iterdir()) == ["calls.jsonl", RUN_JSON]
-    assert json.loads((final / RUN_JSON).read_text()) == {"status": "submitted", "turns": 3}
+    assert read_run_record(final / RUN_JSON) == record
     assert not temp.exists() and [p.name for p in tmp_path.iterdir()] == ["1"]
 
 

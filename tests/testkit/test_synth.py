@@ -26,6 +26,7 @@ from forgetting.errors import UserError
 from forgetting.layout import Layout
 from forgetting.messages import prompt_messages
 from forgetting.plan import plan_batches, plan_runs
+from forgetting.records import read_run_record
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.synth import synthesize
 from forgetting_testkit.synth.study import synthetic_config
@@ -66,7 +67,8 @@ def test_every_planned_run_is_on_disk_marked_synthetic(small):
         run_dir = layout.run_dir(run.run_id)
         assert all((run_dir / name).is_file() for name in FILES), run.run_id
         meta = json.loads((run_dir / "run.json").read_text())
-        assert meta["model_backend"] == "synthetic" and meta["synthetic"] is True
+        assert meta["model_backend"] == "synthetic" and "synthetic" not in meta  # the one marker
+        assert read_run_record(run_dir / "run.json").to_json() == (run_dir / "run.json").read_text()
         assert (meta["run_id"], meta["seed"], meta["agent"]) == (run.run_id, run.seed, run.agent)
         assert meta["status"] in ("submitted", "capped", "context_exceeded")
         report = json.loads((run_dir / "eval.json").read_text())

@@ -3,7 +3,8 @@
 Tool-call labels from a rules table (:mod:`.rules`, ``forgetting/data/label_rules.yaml``),
 re-fetch detection (:mod:`.refetch`), looping and capped (:mod:`.outcome`), for
 mini-swe-agent trajectories in both formats, Trae agent trajectories and the project's own
-run directories (:mod:`.load`). Entry point: :func:`label_run`.
+run directories (read by :mod:`forgetting.records`; tool-call events: :mod:`.load`). Entry
+point: :func:`label_run`.
 """
 
 from forgetting.behaviour.api import (

@@ -15,11 +15,13 @@ from typing import Any
 import pyarrow as pa
 
 from forgetting.behaviour.events import ToolCallEvent, Trajectory
-from forgetting.behaviour.load import Deletions, load_deletions, load_trajectory, open_run_dir
+from forgetting.behaviour.load import AGENTS, Deletions, load_deletions, load_trajectory
 from forgetting.behaviour.outcome import is_capped, is_looping, longest_identical_streak
 from forgetting.behaviour.refetch import detect_refetches
 from forgetting.behaviour.rules import load_rules
-from forgetting.errors import UserError
+from forgetting.errors import RunOutputError, UserError
+from forgetting.layout import TRAJECTORY
+from forgetting.records import CallLogFile, Located, RunDir, RunRecord, locate
 from forgetting.schemas import TOOL_CALLS_SCHEMA
 
 #: the per-run behaviour columns of schemas.RUNS_SCHEMA that :attr:`BehaviourResult.summary` fills
@@ -87,7 +89,7 @@ def label_trajectory(
     *,
     run_id: str = "",
     deletions: Deletions | None = None,
-    run_meta: Mapping[str, Any] | None = None,
+    record: RunRecord | None = None,
     threshold: float = 0.8,
     looping_window: int = 10,
     turn_cap: int | None = None,
@@ -106,13 +108,11 @@ def label_trajectory(
         deletions,
         threshold,
     )
-    meta = run_meta or {}
-    turns = meta.get("turns") if isinstance(meta.get("turns"), int) else traj.turns
+    turns = record.turns if record is not None else traj.turns
     cap = turn_cap
     if cap is None:
-        meta_cap = meta.get("turn_cap")
-        cap = meta_cap if isinstance(meta_cap, int) and meta_cap > 0 else traj.turn_cap
-    exit_status = str(meta.get("exit_status") or traj.exit_status or "")
+        cap = record.turn_cap if record is not None and record.turn_cap > 0 else traj.turn_cap
+    exit_status = (record.exit_status if record is not None else "") or traj.exit_status
     streak = longest_identical_streak(events)
     summary: dict[str, Any] = {
         "n_tool_calls": len(events),
@@ -127,7 +127,7 @@ def label_trajectory(
         "n_outputs_kept": rsum.n_outputs_kept,
         "n_outputs_kept_refetched": rsum.n_outputs_kept_refetched,
         "looping": is_looping(events, looping_window),
-        "capped": is_capped(int(turns), cap, exit_status, meta),
+        "capped": is_capped(turns, cap, exit_status, record.status if record is not None else None),
     }
     table = pa.table(
         {
@@ -150,7 +150,7 @@ def label_trajectory(
         run_id=run_id,
         source=traj.source,
         agent=traj.agent,
-        turns=int(turns),
+        turns=turns,
         exit_status=exit_status,
         table=table,
         summary=summary,
@@ -163,7 +163,7 @@ def label_trajectory(
 
 
 def label_run(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Located,
     *,
     agent: str | None = None,
     threshold: float = 0.8,
@@ -173,7 +173,8 @@ def label_run(
     call_log: str | os.PathLike[str] | None = None,
     allow_torn: bool = False,
 ) -> BehaviourResult:
-    """Label one run: a run directory of ours, or a trajectory file of either agent.
+    """Label one run: a run directory of ours, or a trajectory file of either agent (a path,
+    or what :func:`forgetting.records.locate` made of one).
 
     A run directory gives the run id, ``run.json`` (turns, status) and the proxy's call log
     (deletions); a bare trajectory has run id ``""`` and no deletions unless ``call_log`` is
@@ -182,30 +183,25 @@ def label_run(
     torn line are used; ``result.deletions.torn_line`` says where it was).
     """
     _check_options(threshold, looping_window, turn_cap)
-    p = Path(path)
-    if p.is_dir():
-        rd = open_run_dir(p)
-        traj = load_trajectory(rd.trajectory, agent or rd.agent)
-        log = call_log or rd.calls
-        return label_trajectory(
-            traj,
-            run_id=rd.run_id,
-            deletions=load_deletions(log, allow_torn=allow_torn) if log else None,
-            run_meta=rd.meta,
-            threshold=threshold,
-            looping_window=looping_window,
-            turn_cap=turn_cap,
-            rules=rules,
+    found = locate(path)
+    options: dict[str, Any] = {
+        "threshold": threshold, "looping_window": looping_window, "turn_cap": turn_cap, "rules": rules
+    }
+    if isinstance(found, CallLogFile):
+        raise RunOutputError(
+            f"{found.path}: a call log, not a trajectory; label its run directory, or a trajectory with --call-log"
         )
-    traj = load_trajectory(p, agent)
-    return label_trajectory(
-        traj,
-        deletions=load_deletions(call_log, allow_torn=allow_torn) if call_log else None,
-        threshold=threshold,
-        looping_window=looping_window,
-        turn_cap=turn_cap,
-        rules=rules,
-    )
+    if isinstance(found, RunDir):
+        if found.trajectory is None:
+            raise RunOutputError(f"{found.path}: no {TRAJECTORY} in this run directory; rerun this run")
+        inferred = found.record.agent if found.record is not None else found.run_id.split("/")[0]
+        traj = load_trajectory(found.trajectory, agent or (inferred if inferred in AGENTS else None))
+        log = call_log or found.calls
+        deletions = load_deletions(log, allow_torn=allow_torn) if log else None
+        return label_trajectory(traj, run_id=found.run_id, deletions=deletions, record=found.record, **options)
+    traj = load_trajectory(found.path, agent)
+    deletions = load_deletions(call_log, allow_torn=allow_torn) if call_log else None
+    return label_trajectory(traj, deletions=deletions, **options)
 
 
 def behaviour_options(study: Any) -> dict[str, Any]:

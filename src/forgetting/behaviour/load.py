@@ -1,5 +1,7 @@
-"""Find and load what a behaviour analysis reads: a trajectory file of either agent, or a
-run directory of ours (``trajectory.json`` + ``calls.jsonl`` + ``run.json``).
+"""What a behaviour analysis reads: a trajectory of either agent (parsed by
+:func:`forgetting.records.read_trajectory`) as tool-call events, and the deletions of a
+proxy call log. What is at a path — a run directory of ours, a trajectory, a call log — is
+decided by :mod:`forgetting.records.locate`.
 
 Deletions come from the proxy's call log: each call record's ``deleted`` lists the parts
 newly rewritten at that call (:class:`forgetting.deletion.record.PartDeletion`, parsed by the
@@ -19,33 +21,20 @@ format error): counting assistant messages keeps the two numberings aligned.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from forgetting import layout
 from forgetting.behaviour.events import Trajectory
-from forgetting.behaviour.mini_trajectory import load_mini
-from forgetting.behaviour.trae_trajectory import load_trae
+from forgetting.behaviour.mini_trajectory import mini_events
+from forgetting.behaviour.trae_trajectory import trae_events
 from forgetting.calllog import read_call_log
 from forgetting.errors import RunOutputError, UserError
+from forgetting.records import TraeTrajectory, read_trajectory
 
 AGENTS = ("mini", "mini-text", "trae")
 _FAMILY = {"mini": "mini", "mini-text": "mini", "trae": "trae"}
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunOutputError(f"{path}: trajectory not found") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RunOutputError(
-            f"{path}: not a JSON file ({exc.__class__.__name__}); not a trajectory"
-        ) from None
 
 
 def load_trajectory(path: str | os.PathLike[str], agent: str | None = None) -> Trajectory:
@@ -56,18 +45,8 @@ def load_trajectory(path: str | os.PathLike[str], agent: str | None = None) -> T
     p = Path(path)
     if agent is not None and agent not in AGENTS:
         raise UserError(f"--agent {agent!r}: expected one of {', '.join(AGENTS)}")
-    data = _read_json(p)
-    if isinstance(data, Mapping) and "llm_interactions" in data:
-        traj = load_trae(data, p)
-    elif (isinstance(data, Mapping) and isinstance(data.get("messages"), list)) or (
-        isinstance(data, list) and data and all(isinstance(m, Mapping) and "role" in m for m in data)
-    ):
-        traj = load_mini(data, p)
-    else:
-        raise RunOutputError(
-            f"{p}: unknown trajectory format (expected a mini-swe-agent *.traj.json with 'messages' "
-            "or a Trae agent trajectory with 'llm_interactions')"
-        )
+    parsed = read_trajectory(p)
+    traj = trae_events(parsed) if isinstance(parsed, TraeTrajectory) else mini_events(parsed)
     if agent is not None:
         if _FAMILY[agent] != _FAMILY[traj.agent]:
             raise RunOutputError(f"{p}: a {traj.format} trajectory, but the agent was given as {agent!r}")
@@ -111,56 +90,3 @@ def load_deletions(path: str | os.PathLike[str], *, allow_torn: bool = False) ->
         for turn in turns:
             at[turn] = min(at.get(turn, issues), issues)
     return Deletions(at, log.path, len(log.calls), log.torn_line)
-
-
-@dataclass(frozen=True)
-class RunDir:
-    """What a run directory of ours holds for the behaviour analysis."""
-
-    path: Path
-    run_id: str
-    agent: str | None
-    meta: Mapping[str, Any]  # run.json ({} when absent)
-    trajectory: Path
-    calls: Path | None
-
-
-def is_run_dir(path: Path) -> bool:
-    return path.is_dir() and (path / layout.TRAJECTORY).is_file()
-
-
-def _run_id_from_path(path: Path) -> str:
-    parts = path.resolve().parts
-    if "runs" in parts:
-        i = len(parts) - 1 - parts[::-1].index("runs")
-        tail = parts[i + 1 :]
-        if len(tail) == 4:
-            return "/".join(tail)
-    return ""
-
-
-def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
-    p = Path(path)
-    if not is_run_dir(p):
-        raise RunOutputError(f"{p}: not a run directory (no {layout.TRAJECTORY})")
-    meta: Mapping[str, Any] = {}
-    run_json = p / layout.RUN_JSON
-    if run_json.is_file():
-        try:
-            loaded = json.loads(run_json.read_text(encoding="utf-8"))
-        except ValueError:
-            raise RunOutputError(f"{run_json}: not valid JSON; rerun this run") from None
-        if not isinstance(loaded, Mapping):
-            raise RunOutputError(f"{run_json}: expected a JSON object")
-        meta = loaded
-    run_id = str(meta.get("run_id") or _run_id_from_path(p))
-    agent = meta.get("agent") or (run_id.split("/")[0] if run_id else None)
-    calls = p / layout.CALLS
-    return RunDir(
-        p,
-        run_id,
-        str(agent) if agent in AGENTS else None,
-        meta,
-        p / layout.TRAJECTORY,
-        calls if calls.is_file() else None,
-    )

@@ -1,4 +1,5 @@
-"""mini-swe-agent trajectories (``*.traj.json``), 2.x tool calling and 1.x / text mode.
+"""Tool calls of a mini-swe-agent trajectory (parsed by :mod:`forgetting.records.mini`),
+2.x tool calling and 1.x / text mode.
 
 * **tool calling** (2.x default): ``assistant`` messages with ``tool_calls``; each executed
   call is answered by a ``role: tool`` message with its ``tool_call_id``. A turn whose
@@ -27,30 +28,22 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from forgetting.behaviour.events import ToolCallEvent, Trajectory
-from forgetting.chat_format import content_text
 from forgetting.errors import RunOutputError
-from forgetting.messages import MINI_1X_ACTIONS, ActionSyntax, actions, detect_style, segment
+from forgetting.messages import MINI_1X_ACTIONS, ActionSyntax, actions, segment
+from forgetting.records.mini import FORMAT_1X, FORMAT_2X, MiniMessage, MiniTrajectory
 
 _OUTPUT = re.compile(r"<output>\n?(.*)</output>", re.DOTALL)
 _HEAD = re.compile(r"<output_head>\n?(.*?)</output_head>", re.DOTALL)
 _TAIL = re.compile(r"<output_tail>\n?(.*?)</output_tail>", re.DOTALL)
 
 
-def _extra(message: Mapping[str, Any]) -> Mapping[str, Any]:
-    extra = message.get("extra")
-    return extra if isinstance(extra, Mapping) else {}
-
-
-def observation_payload(message: Mapping[str, Any]) -> str:
+def observation_payload(message: MiniMessage) -> str:
     """The command output inside a mini-swe-agent observation (see the module docstring)."""
-    content = content_text(message)
-    raw = _extra(message).get("raw_output")
-    raw = raw if isinstance(raw, str) else None
+    content = message.text
+    raw = message.raw_output
     stripped = content.strip()
     if stripped.startswith("{"):
         try:
@@ -71,18 +64,6 @@ def observation_payload(message: Mapping[str, Any]) -> str:
     return raw if raw is not None else content
 
 
-def _check_messages(messages: Any, source: Path) -> list[Mapping[str, Any]]:
-    if not isinstance(messages, list) or not all(isinstance(m, Mapping) and "role" in m for m in messages):
-        raise RunOutputError(
-            f"{source}: 'messages' is not a list of chat messages; not a mini-swe-agent trajectory"
-        )
-    return messages
-
-
-#: ``trajectory_format`` of the mini-swe-agent versions: 1.x, and 2.x
-FORMAT_1X, FORMAT_2X = "mini-swe-agent-1", "mini-swe-agent-1.1"
-
-
 def _installed_text_default() -> ActionSyntax:
     """The installed mini-swe-agent 2.x's text-mode action pattern (imports litellm: ~3 s)."""
     from forgetting.runner.mini import action_syntax
@@ -92,101 +73,77 @@ def _installed_text_default() -> ActionSyntax:
     return syntax
 
 
-def text_action_syntax(data: Any, source: Path) -> ActionSyntax:
+def text_action_syntax(traj: MiniTrajectory) -> ActionSyntax:
     """The action pattern of a text-mode mini-swe-agent trajectory (see the module docstring)."""
-    info = data.get("info") if isinstance(data, Mapping) else None
-    config = info.get("config") if isinstance(info, Mapping) else None
-    fmt = data.get("trajectory_format") if isinstance(data, Mapping) else None
-    if isinstance(config, Mapping):
-        for section in ("model", "agent"):
-            sub = config.get(section)
-            regex = sub.get("action_regex") if isinstance(sub, Mapping) else None
-            if regex is None:
-                continue
-            try:
-                return ActionSyntax(str(regex), f"{source}: info.config.{section}.action_regex")
-            except ValueError as exc:
-                raise RunOutputError(str(exc)) from None
-    if fmt == FORMAT_2X:
+    if traj.action_regex is not None:
+        section, regex = traj.action_regex
+        try:
+            return ActionSyntax(regex, f"{traj.source}: info.config.{section}.action_regex")
+        except ValueError as exc:
+            raise RunOutputError(str(exc)) from None
+    if traj.format == FORMAT_2X:
         return _installed_text_default()
-    if fmt == FORMAT_1X:
+    if traj.format == FORMAT_1X:
         return MINI_1X_ACTIONS
     raise RunOutputError(
-        f"{source}: a text-mode trajectory that records neither its action_regex (info.config) nor its "
+        f"{traj.source}: a text-mode trajectory that records neither its action_regex (info.config) nor its "
         f"trajectory_format ({FORMAT_1X} or {FORMAT_2X}); cannot tell its actions from its reasoning"
     )
 
 
-def _text_commands(message: Mapping[str, Any], syntax: Callable[[], ActionSyntax]) -> list[str]:
-    stored = _extra(message).get("actions")
-    if isinstance(stored, list):
-        return [a["command"] for a in stored if isinstance(a, Mapping) and isinstance(a.get("command"), str)]
-    blocks = [a.command for a in actions(message, syntax()) if a.command is not None]
+def _text_commands(message: MiniMessage, syntax: Callable[[], ActionSyntax]) -> list[str]:
+    if message.stored_actions is not None:
+        return list(message.stored_actions)
+    blocks = [a.command for a in actions(message.message, syntax()) if a.command is not None]
     return blocks if len(blocks) == 1 else []
-
-
-def _is_format_error(message: Mapping[str, Any]) -> bool:
-    return _extra(message).get("interrupt_type") == "FormatError"
 
 
 def _turn_events(
     turn: int,
-    assistant: Mapping[str, Any],
-    obs: Sequence[Mapping[str, Any]],
+    assistant: MiniMessage,
+    obs: Sequence[MiniMessage],
     syntax: Callable[[], ActionSyntax] | None,
 ) -> list[ToolCallEvent]:
     """``syntax``: None for tool calling, else the text actions' pattern (asked for only when
     a reply does not store its actions)."""
     events: list[ToolCallEvent] = []
     if syntax is None:  # tool calling
-        calls = actions(assistant, None)
-        tool_msgs = [m for m in obs if m.get("role") == "tool"]
+        calls = assistant.tool_calls
+        tool_msgs = [m for m in obs if m.role == "tool"]
         if not calls or (obs and not tool_msgs):
             return []  # a format error: nothing was executed
-        by_id = {m.get("tool_call_id"): m for m in tool_msgs if m.get("tool_call_id")}
+        by_id = {m.tool_call_id: m for m in tool_msgs if m.tool_call_id}
         for j, call in enumerate(calls):
             m = by_id.get(call.call_id) if call.call_id else None
             if m is None and not by_id and j < len(tool_msgs):
                 m = tool_msgs[j]  # ids not stored: answered in order
-            output = content_text(m) if m is not None else ""
+            output = m.text if m is not None else ""
             payload = observation_payload(m) if m is not None else ""
             events.append(ToolCallEvent(turn, j, call.tool, dict(call.arguments), output, payload))
         return events
-    if obs and _is_format_error(obs[0]):
+    if obs and obs[0].interrupt_type == "FormatError":
         return []
     for j, command in enumerate(_text_commands(assistant, syntax)):
         m = obs[j] if j < len(obs) else None
-        output = content_text(m) if m is not None else ""
+        output = m.text if m is not None else ""
         payload = observation_payload(m) if m is not None else ""
         events.append(ToolCallEvent(turn, j, "bash", {"command": command}, output, payload))
     return events
 
 
-def load_mini(data: Any, source: Path) -> Trajectory:
-    """A mini-swe-agent trajectory: the ``{info, messages}`` object, or a bare message list."""
-    info: Mapping[str, Any] = {}
-    if isinstance(data, Mapping):
-        messages = _check_messages(data.get("messages"), source)
-        info = data.get("info") if isinstance(data.get("info"), Mapping) else {}
-    else:
-        messages = _check_messages(data, source)
-    style = detect_style(messages)
-    seg = segment(messages, style)
-    syntax = None if style == "tool_calls" else functools.cache(lambda: text_action_syntax(data, source))
+def mini_events(traj: MiniTrajectory) -> Trajectory:
+    """The tool calls of a parsed mini-swe-agent trajectory, and how the run ended."""
+    messages = traj.messages
+    seg = segment(traj.chat_messages(), traj.style)
+    syntax = None if traj.style == "tool_calls" else functools.cache(lambda: text_action_syntax(traj))
     events: list[ToolCallEvent] = []
     for turn in seg.turns:
         obs = [messages[i] for i in turn.observations]
         events += _turn_events(turn.index, messages[turn.assistant], obs, syntax)
-    exit_status = str(info.get("exit_status") or "")
-    if not exit_status:
-        exits = [m for m in messages if m.get("role") == "exit"]
-        exit_status = str(_extra(exits[-1]).get("exit_status") or "") if exits else ""
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), Mapping) else {}
-    api_calls = stats.get("api_calls")
-    turns = int(api_calls) if isinstance(api_calls, int) and api_calls >= len(seg.turns) else len(seg.turns)
-    agent_cfg = (info.get("config") or {}).get("agent") if isinstance(info.get("config"), Mapping) else None
-    step_limit = agent_cfg.get("step_limit") if isinstance(agent_cfg, Mapping) else None
-    turn_cap = int(step_limit) if isinstance(step_limit, int) and step_limit > 0 else None
-    fmt = "mini-toolcall" if style == "tool_calls" else "mini-text"
-    agent = "mini" if style == "tool_calls" else "mini-text"
-    return Trajectory(source, fmt, agent, tuple(events), turns, exit_status, turn_cap)
+    api_calls = traj.api_calls
+    turns = api_calls if api_calls is not None and api_calls >= len(seg.turns) else len(seg.turns)
+    step_limit = traj.step_limit
+    turn_cap = step_limit if step_limit is not None and step_limit > 0 else None
+    fmt = "mini-toolcall" if traj.style == "tool_calls" else "mini-text"
+    agent = "mini" if traj.style == "tool_calls" else "mini-text"
+    return Trajectory(traj.source, fmt, agent, tuple(events), turns, traj.exit_status, turn_cap)

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from forgetting.behaviour.events import ToolCallEvent
 
@@ -33,18 +32,15 @@ def is_looping(events: Sequence[ToolCallEvent], window: int = 10) -> bool:
     return longest_identical_streak(events) >= window
 
 
-def is_capped(
-    turns: int, turn_cap: int | None, exit_status: str, run_meta: Mapping[str, Any] | None = None
-) -> bool:
+def is_capped(turns: int, turn_cap: int | None, exit_status: str, status: str | None = None) -> bool:
     """The run reached the turn cap.
 
-    ``run.json``'s status, when present, decides (the runner saw how the run ended).
+    ``run.json``'s ``status``, when there is one, decides (the runner saw how the run ended).
     Otherwise: an exit status ``LimitsExceeded`` with at least ``turn_cap`` calls (any count
     when the cap is unknown); no exit status at all (a trajectory cut short) with at least
     ``turn_cap`` calls; never when the agent submitted or stopped on an error.
     """
-    status = (run_meta or {}).get("status")
-    if isinstance(status, str) and status:
+    if status:
         return status == "capped"
     if exit_status == "LimitsExceeded":
         return turn_cap is None or turns >= turn_cap

@@ -55,6 +55,7 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     from forgetting.errors import UserError
     from forgetting.layout import PATCH, RUN_JSON
     from forgetting.plan import parse_run_id
+    from forgetting.records import is_finished
 
     if args.errored:
         raise UserError("evaluate: --errored takes no run directory, --patch or --instance")
@@ -78,7 +79,7 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
         raise UserError(
             f"{run_dir}: not a run directory (expected …/runs/AGENT/CONFIGURATION/TASK/REPEAT)"
         ) from None
-    if not (run_dir / RUN_JSON).is_file():
+    if not is_finished(run_dir):
         raise UserError(f"{run_dir}: no {RUN_JSON}; the run has not finished")
     return run_id, task, run_dir / PATCH, run_dir
 

@@ -65,30 +65,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def find_inputs(path: Path) -> list[Path]:
-    """The runs PATH names: itself when a file or a run directory, else those below it."""
-    from forgetting.behaviour.load import is_run_dir
-    from forgetting.errors import UserError
-
-    if not path.exists():
-        raise UserError(f"{path}: no such file or directory")
-    if path.is_file() or is_run_dir(path):
-        return [path]
-    runs = sorted({p.parent for p in path.rglob("trajectory.json") if is_run_dir(p.parent)})
-    files = sorted(
-        p
-        for p in path.rglob("*.json")
-        if (p.name.endswith(".traj.json") or p.name.startswith("trajectory"))
-        and not any(r in p.parents for r in runs)
-    )
-    found = [*runs, *files]
-    if not found:
-        raise UserError(
-            f"{path}: no run directory or trajectory file (*.traj.json, trajectory*.json) below it"
-        )
-    return found
-
-
 def _write(table: Any, out: Path) -> None:
     from forgetting.atomic import atomic_path
     from forgetting.errors import UserError
@@ -131,11 +107,12 @@ def run(args: argparse.Namespace) -> int:
     from forgetting.calllog import TornCallLog
     from forgetting.commands.cost import torn_refusal, torn_warning
     from forgetting.errors import UserError
+    from forgetting.records import find_runs
 
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
         raise UserError(f"--out {args.out}: expected a .parquet or .csv file name")
     root = Path(args.path)
-    inputs = find_inputs(root)
+    inputs = find_runs(root)
     if args.call_log and len(inputs) != 1:
         raise UserError("--call-log: give it with a single trajectory file")
     tables = []
@@ -158,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
             print(torn_warning(d.source, d.torn_line, d.calls, "took the deletions of"), file=sys.stderr)
         table = result.table
         if not result.run_id and len(inputs) > 1:  # tell bare files apart in one table
-            name = str(item.relative_to(root)) if root.is_dir() else str(item)
+            name = str(item.path.relative_to(root)) if root.is_dir() else str(item.path)
             table = table.set_column(0, "run_id", pa.array([name] * table.num_rows, pa.string()))
         if not args.out:
             _print_rows(table)

@@ -3,7 +3,8 @@
 Modules, in the order data flows:
 
 * :mod:`~forgetting.cost.prompts` — a run's prompts as block sequences (call log);
-  :mod:`~forgetting.cost.trajectory` — the same from a mini-swe-agent trajectory;
+  :mod:`~forgetting.cost.trajectory` — the same from a mini-swe-agent trajectory
+  (read by :mod:`forgetting.records.mini`);
 * :mod:`~forgetting.cost.prefix_tree` — the radix tree that gives each prompt's longest
   common prefix with every earlier prompt without comparing whole prompts;
 * :mod:`~forgetting.cost.pricing` — price sheets (``resources/pricing/*.yaml``);

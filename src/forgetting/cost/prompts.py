@@ -22,6 +22,7 @@ import numpy as np
 from forgetting import chat_format
 from forgetting.deletion.record import PartDeletion
 from forgetting.errors import RunOutputError
+from forgetting.records import CallLogFile, Located, RunDir, locate, run_id_from_path
 
 SourceKind = Literal["calllog", "trajectory"]
 
@@ -129,7 +130,8 @@ def from_call_log(
     store = BlockStore()
     by_key: dict[str, int] = {}
     gen = store.intern(chat_format.generation_prompt_ids())
-    rid = run_id or str(log.header.get("run_id") or run_id_from_path(Path(path).resolve().parent))
+    parent = Path(path).resolve().parent
+    rid = run_id or str(log.header.get("run_id") or run_id_from_path(parent) or parent.name)
     run = RunPrompts(rid, Path(path), "calllog", store, torn_line=log.torn_line)
     for n, call in enumerate(log.calls, start=1):
         blocks = []
@@ -155,49 +157,22 @@ def from_call_log(
     return run
 
 
-def run_id_from_path(run_dir: Path) -> str:
-    """``agent/configuration/task/repeat`` for a directory under ``…/runs/``, else its name."""
-    parts = run_dir.parts
-    if "runs" in parts:
-        tail = parts[len(parts) - 1 - parts[::-1].index("runs") + 1 :]
-        if tail:
-            return "/".join(tail)
-    return run_dir.name
-
-
-def detect_kind(path: Path) -> tuple[SourceKind, Path]:
-    """What ``path`` is: a run directory, a call log, or a mini-swe-agent trajectory."""
-    from forgetting import layout
-
-    if path.is_dir():
-        for name, kind in ((layout.CALLS, "calllog"), (layout.TRAJECTORY, "trajectory")):
-            if (path / name).is_file():
-                return kind, path / name  # type: ignore[return-value]
-        trajs = sorted(path.glob("*.traj.json"))
-        if len(trajs) == 1:
-            return "trajectory", trajs[0]
-        raise RunOutputError(
-            f"{path}: no {layout.CALLS}, {layout.TRAJECTORY} or single *.traj.json here; not a run directory"
-        )
-    if not path.is_file():
-        raise RunOutputError(f"{path}: no such file or directory")
-    with open(path, "rb") as fh:
-        head = fh.readline(1 << 20).strip()
-    if head.startswith(b"{") and b'"type":"header"' in head.replace(b" ", b""):
-        return "calllog", path
-    if head.startswith((b"{", b"[")):
-        return "trajectory", path
-    raise RunOutputError(f"{path}: neither a call log (calls.jsonl) nor a trajectory (*.traj.json)")
-
-
 def load_run(
-    path: str | os.PathLike[str], run_id: str | None = None, *, allow_torn: bool = False
+    path: str | os.PathLike[str] | Located, run_id: str | None = None, *, allow_torn: bool = False
 ) -> RunPrompts:
-    """The prompts of a run directory, a call log or a mini-swe-agent trajectory
-    (``allow_torn``: see :func:`from_call_log`)."""
-    kind, file = detect_kind(Path(path))
-    if kind == "calllog":
-        return from_call_log(file, run_id, allow_torn=allow_torn)
+    """The prompts of a run directory (its call log, else its trajectory), a call log or a
+    mini-swe-agent trajectory (what is at ``path``: :func:`forgetting.records.locate`;
+    ``allow_torn``: see :func:`from_call_log`)."""
+    from forgetting import layout
     from forgetting.cost.trajectory import from_trajectory
 
-    return from_trajectory(file, run_id)
+    found = locate(path)
+    if isinstance(found, RunDir):
+        if found.calls is not None:
+            return from_call_log(found.calls, run_id, allow_torn=allow_torn)
+        if found.trajectory is None:
+            raise RunOutputError(f"{found.path}: no {layout.CALLS} or {layout.TRAJECTORY}; nothing to cost")
+        return from_trajectory(found.trajectory, run_id)
+    if isinstance(found, CallLogFile):
+        return from_call_log(found.path, run_id, allow_torn=allow_torn)
+    return from_trajectory(found.path, run_id)

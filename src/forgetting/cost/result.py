@@ -25,6 +25,7 @@ from forgetting.cost.accounting import CallAccount, account, split
 from forgetting.cost.pricing import PricingProfile
 from forgetting.cost.prompts import RunPrompts, load_run
 from forgetting.errors import UserError
+from forgetting.records import Located
 
 PER_MILLION = 1_000_000.0
 
@@ -232,15 +233,16 @@ def cost_prompts(
 
 
 def cost_run(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | Located,
     profiles: Sequence[PricingProfile],
     *,
     primary: str | None = None,
     run_id: str | None = None,
     allow_torn: bool = False,
 ) -> CostResult:
-    """Cost a run directory, a call log (``calls.jsonl``) or a mini-swe-agent trajectory
-    under ``profiles``; the per-call table and the summary use ``primary`` (default: the
-    first profile). A torn call log is an error unless ``allow_torn``: then the calls
-    before the torn line are costed and ``torn_line`` says where it was."""
+    """Cost a run directory, a call log (``calls.jsonl``) or a mini-swe-agent trajectory (a
+    path, or what :func:`forgetting.records.locate` made of one) under ``profiles``; the
+    per-call table and the summary use ``primary`` (default: the first profile). A torn call
+    log is an error unless ``allow_torn``: then the calls before the torn line are costed and
+    ``torn_line`` says where it was."""
     return cost_prompts(load_run(path, run_id, allow_torn=allow_torn), profiles, primary=primary)

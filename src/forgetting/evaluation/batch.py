@@ -21,6 +21,7 @@ from forgetting.evaluation.settings import EvalSettings
 from forgetting.faults import checkpoint
 from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
+from forgetting.records import is_finished
 from forgetting.seeds import bytes_hex
 
 #: manifest status of a planned run that has no finished run.json (it is not evaluated)
@@ -51,7 +52,7 @@ def _entry(report: EvalReport) -> dict[str, Any]:
 
 def _standing_entry(run_dir: Path) -> dict[str, Any]:
     """The manifest entry of a run left as it is: its report, else why it has none."""
-    if not (run_dir / RUN_JSON).is_file():
+    if not is_finished(run_dir):
         return {"status": NOT_RUN, "resolved": False}
     report = read_report(run_dir / EVAL_JSON)
     return _entry(report) if report is not None else {"status": NOT_EVALUATED, "resolved": False}
@@ -97,7 +98,7 @@ def evaluate_batch(
         if only is not None and run.run_id not in only:
             entries[run.run_id] = _standing_entry(run_dir)
             continue
-        if not (run_dir / RUN_JSON).is_file():
+        if not is_finished(run_dir):
             entries[run.run_id] = {"status": NOT_RUN, "resolved": False}
             say(f"{run.run_id}: not evaluated, the run has no {RUN_JSON}")
             continue

@@ -38,8 +38,9 @@ from forgetting.config import Study
 from forgetting.errors import UserError
 from forgetting.layout import CALLS, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
+from forgetting.records import RunRecord, is_finished, read_run_record
 from forgetting.runner.outcome import AgentOutcome
-from forgetting.runner.rundir import OUTCOME_FILE, finalize, is_finished, remove_stale, temp_dir_for
+from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, temp_dir_for
 from forgetting.runner.settings import RunnerSettings
 from forgetting.stagelog import StageLog
 
@@ -151,8 +152,8 @@ class BatchRunner:
         for run in self.batch.runs:
             run_dir = run_dirs[run.run_id]
             if is_finished(run_dir) and not self.settings.force_rerun:
-                meta = _read_json(run_dir / RUN_JSON)
-                self.report.entries[run.run_id] = _entry(str(meta.get("status")), meta.get("turns"))
+                record = read_run_record(run_dir / RUN_JSON)
+                self.report.entries[run.run_id] = _entry(record.status, record.turns)
                 self.report.skipped += 1
             else:
                 todo.append(run)
@@ -243,36 +244,30 @@ class BatchRunner:
             f"({outcome.turns} turns{', ' + outcome.error if outcome.error else ''})"
         )
 
-    def _run_record(self, run: Run, outcome: AgentOutcome, slot: Running, wall: float, temp: Path) -> dict[str, Any]:
+    def _run_record(self, run: Run, outcome: AgentOutcome, slot: Running, wall: float, temp: Path) -> RunRecord:
         from forgetting.layout import PATCH
 
         patch = temp / PATCH
-        return {
-            "run_id": run.run_id,
-            "agent": run.agent,
-            "configuration": run.configuration,
-            "task": run.task,
-            "repeat": run.repeat,
-            "seed": run.seed,
-            "deletion": run.deletion.as_dict(),
-            "status": outcome.status,
-            "exit_status": outcome.exit_status,
-            "turns": outcome.turns,
-            "turn_cap": self.settings.turn_cap,
-            "agent_calls": outcome.extra.get("agent_calls"),
-            "started": round(slot.started, 3),
-            "wall_s": round(wall, 3),
-            "model_s": call_stats(temp / CALLS)[1],
-            "agent_exit_code": outcome.agent_exit_code,
-            "patch_bytes": patch.stat().st_size if patch.is_file() else 0,
-            "error": outcome.error,
-            "model_backend": self.settings.backend,
-            "versions": {
+        return RunRecord.for_run(
+            run,
+            status=outcome.status,
+            exit_status=outcome.exit_status,
+            turns=outcome.turns,
+            turn_cap=self.settings.turn_cap,
+            agent_calls=outcome.extra.get("agent_calls"),
+            started=round(slot.started, 3),
+            wall_s=round(wall, 3),
+            model_s=call_stats(temp / CALLS)[1],
+            agent_exit_code=outcome.agent_exit_code,
+            patch_bytes=patch.stat().st_size if patch.is_file() else 0,
+            error=outcome.error,
+            model_backend=self.settings.backend,
+            versions={
                 "agent": self.versions["agents"][run.agent],
                 "model": self.versions["model"],
                 "pipeline": self.versions["pipeline"],
             },
-        }
+        )
 
     # ------------------------------------------------------------------ the loop
 

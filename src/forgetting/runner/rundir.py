@@ -14,17 +14,13 @@ import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from forgetting.atomic import replace_dir, write_json
+from forgetting.atomic import replace_dir
 from forgetting.layout import RUN_JSON
+from forgetting.records import RunRecord, write_run_record
 
 #: what the run's process reports back to the batch (removed before the rename)
 OUTCOME_FILE = ".outcome.json"
-
-
-def is_finished(run_dir: Path) -> bool:
-    return (run_dir / RUN_JSON).is_file()
 
 
 def temp_dir_for(run_dir: Path, pid: int) -> Path:
@@ -51,12 +47,12 @@ def remove_stale(run_dirs: Iterable[Path]) -> list[Path]:
     return removed
 
 
-def finalize(temp: Path, run_dir: Path, record: dict[str, Any]) -> None:
+def finalize(temp: Path, run_dir: Path, record: RunRecord) -> None:
     """Write ``run.json`` last into ``temp`` and rename ``temp`` onto ``run_dir``."""
     outcome = temp / OUTCOME_FILE
     if outcome.exists():
         outcome.unlink()
-    write_json(temp / RUN_JSON, record)
+    write_run_record(temp / RUN_JSON, record)
     _fsync_dir(temp)
     replace_dir(temp, run_dir)
     _fsync_dir(run_dir.parent)

@@ -27,7 +27,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +34,9 @@ import yaml
 
 from forgetting.agents import TRAE_PREFIX
 from forgetting.atomic import write_text
-from forgetting.errors import ConfigError
+from forgetting.errors import ConfigError, RunOutputError
 from forgetting.layout import PATCH, TRAJECTORY
+from forgetting.records.trae import TraeTrajectory, parse_trae
 from forgetting.runner.context import RunContext
 from forgetting.runner.outcome import (
     CAPPED,
@@ -149,25 +149,25 @@ def agent_env(local: bool) -> dict[str, str]:
     return env
 
 
-def _last_error(data: Mapping[str, Any]) -> str:
-    for step in reversed(data.get("agent_steps") or []):
-        if isinstance(step, Mapping) and step.get("error"):
-            return str(step["error"])
+def _last_error(traj: TraeTrajectory) -> str:
+    for step in reversed(traj.steps):
+        if step.error:
+            return step.error
     return ""
 
 
-def classify(data: Mapping[str, Any] | None, exit_code: int | None, timed_out: bool) -> tuple[str, str, str | None]:
+def classify(traj: TraeTrajectory | None, exit_code: int | None, timed_out: bool) -> tuple[str, str, str | None]:
     """(status, exit_status, error) from Trae's trajectory and its process's exit status."""
     if timed_out:
         return ERROR, "TimeExceeded", "TimeExceeded: the run reached execution.run_timeout_s"
-    if not data:
+    if traj is None:
         return ERROR, "NoTrajectory", f"trae-cli exited with status {exit_code} without a trajectory"
-    if data.get("success"):
+    if traj.success:
         return SUBMITTED, "Submitted", None
-    final = str(data.get("final_result") or "")
+    final = traj.final_result
     if _EXCEEDED in final:
         return CAPPED, "LimitsExceeded", None
-    error = _last_error(data)
+    error = _last_error(traj)
     if error and is_context_overflow(error):
         return CONTEXT_EXCEEDED, "ContextWindowExceeded", None
     if error and any(p in error.lower() for p in _UNAVAILABLE):
@@ -204,10 +204,17 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
         exit_code = process.wait()
     # apptainer's own failures (image not found, bind refused) exit 255 before the agent starts
     trajectory = out / TRAJECTORY
-    data = _read_trajectory(trajectory)
-    if data is None and exit_code == 255 and not ctx.workspace.local:
+    try:
+        traj = _read_trajectory(trajectory)
+    except RunOutputError as exc:  # a trajectory Trae left in a form no stage could read
+        traj, bad = None, str(exc)
+    else:
+        bad = None
+    if traj is None and bad is None and exit_code == 255 and not ctx.workspace.local:
         raise InfraFailure(f"apptainer could not start the agent (exit 255); see {out.name}/agent.log")
-    status, exit_status, error = classify(data, exit_code, timed_out)
+    status, exit_status, error = classify(traj, exit_code, timed_out)
+    if bad is not None and not timed_out:
+        status, exit_status, error = ERROR, "BadTrajectory", bad[:500]
     if not (out / PATCH).exists():
         write_text(out / PATCH, "")
     return AgentOutcome(
@@ -215,19 +222,21 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
         exit_status=exit_status,
         error=error,
         agent_exit_code=exit_code,
-        extra={"agent_calls": len((data or {}).get("llm_interactions") or [])},
+        extra={"agent_calls": len(traj.interactions) if traj is not None else 0},
     )
 
 
-def _read_trajectory(path: Path) -> dict[str, Any] | None:
+def _read_trajectory(path: Path) -> TraeTrajectory | None:
+    """Trae's trajectory, parsed as every later stage parses it (None when there is none)."""
     import json
 
     for _ in range(2):  # Trae rewrites the file after every step; the final write is complete
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
         except FileNotFoundError:
             return None
-        except ValueError:
+        except (ValueError, UnicodeDecodeError):
             time.sleep(0.1)
+            continue
+        return parse_trae(data, path)
     return None

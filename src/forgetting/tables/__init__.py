@@ -90,8 +90,7 @@ def load_stats_tables(
             f"{paths['summary']}: computed with pricing.primary = {sorted(used)[0]!r}, the config says "
             f"{primary!r}; recompute the statistics (forgetting report CONFIG --only stats)"
         )
-    synthetic = bool(study.section("study")["synthetic"])
-    provenance = provenance_note(synthetic, tables["summary"].column("model_backend").to_pylist())
+    provenance = provenance_note(tables["summary"].column("model_backend").to_pylist())
     return StatsTables.from_tables(
         tables["effects"],
         tables["comparisons"],

@@ -1,4 +1,5 @@
-"""Hand-built trajectories for the behaviour tests, in the three formats the loader reads.
+"""Hand-built trajectories for the behaviour tests, in the three formats the loader reads,
+and run records (``run.json``) for hand-built run directories.
 
 Each builder writes what the real agent would write for a small session on three files;
 the tests compute the expected labels and re-fetches by hand from the contents below.
@@ -6,11 +7,16 @@ the tests compute the expected labels and re-fetches by hand from the contents b
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from forgetting.deletion.record import PartDeletion
+from forgetting.grid import BASELINE_DELETION, Deletion
+from forgetting.layout import RUN_JSON
+from forgetting.records import RunRecord, write_run_record
 
 A_PY = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"  # 4 distinct lines
 B_PY = "x = 1\ny = 2\nz = 3\n"  # 3 distinct lines
@@ -272,6 +278,20 @@ def trae_trajectory(
     }
 
 
+def edit_at(*path: Any, value: Any = None, delete: bool = False) -> Callable[[Any], None]:
+    """A mutation of a JSON document: set (or delete) the field at ``path`` (keys and indices)."""
+
+    def mutate(doc: Any) -> None:
+        for key in path[:-1]:
+            doc = doc[key]
+        if delete:
+            del doc[path[-1]]
+        else:
+            doc[path[-1]] = value
+
+    return mutate
+
+
 def write_json(path: Path, data: Any) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -319,3 +339,25 @@ def deletion(turn: int, part: str = "tool_output", mode: str = "turn") -> PartDe
     if mode == "turn":
         return PartDeletion(turn, part, index, mode, tokens_before=40, tokens_after=6, tokens_removed=40)
     return PartDeletion(turn, part, index, mode, tokens_before=40, tokens_after=21, tokens_removed=20)
+
+
+def run_record(run_id: str, **fields: Any) -> RunRecord:
+    """A whole run record for ``agent/configuration/task/repeat``: a submitted run of 10 turns
+    of the scripted backend; ``fields`` replace any of its fields."""
+    agent, configuration, task, repeat = run_id.split("/")
+    deletion = BASELINE_DELETION if configuration == BASELINE_DELETION.name else Deletion(configuration)
+    record = RunRecord(
+        run_id=run_id, agent=agent, configuration=configuration, task=task, repeat=int(repeat), seed=1,
+        deletion=deletion, status="submitted", exit_status="Submitted", turns=10, turn_cap=200, agent_calls=10,
+        started=1.7e9, wall_s=1.0, model_s=0.5, agent_exit_code=None, patch_bytes=0, error=None,
+        model_backend="scripted", versions={},
+    )
+    return dataclasses.replace(record, **fields)
+
+
+def write_run_json(run_dir: Path, **fields: Any) -> Path:
+    """``run_dir/run.json`` for the run the directory's path names (``…/runs/A/C/T/R``)."""
+    run_id = "/".join(run_dir.parts[-4:])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_run_record(run_dir / RUN_JSON, run_record(run_id, **fields))
+    return run_dir / RUN_JSON

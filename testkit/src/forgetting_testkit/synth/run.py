@@ -33,6 +33,7 @@ from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Lay
 from forgetting.messages import ActionSyntax
 from forgetting.model_server import served_name_of
 from forgetting.plan import Run
+from forgetting.records import SYNTHETIC_BACKEND, RunRecord, write_run_record
 from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
 from forgetting.seeds import derive_seed, unit
@@ -41,8 +42,7 @@ from forgetting_testkit.synth.render import Rendered, TraeRenderer, renderer_for
 from forgetting_testkit.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory
 from forgetting_testkit.synth.world import task_world
 
-#: what run.json and eval.json say produced them
-MODEL_BACKEND = "synthetic"
+#: what eval.json says produced it (run.json: ``model_backend`` SYNTHETIC_BACKEND, the synthetic marker)
 EVAL_BACKEND = "synthetic"
 SYNTH_FORMAT = "forgetting-synth/1"
 EVAL_NOTE = "synthetic evaluation: the outcome was drawn by `forgetting-synth`; no test was run"
@@ -212,31 +212,24 @@ def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
     total += _dump(out / EVAL_JSON, _eval_report(run, world, patch, eval_status, rng).to_dict())
     exit_status = {"submitted": "Submitted", "capped": "LimitsExceeded",
                    "context_exceeded": "ContextWindowExceededError"}[status]
-    record = {
-        "run_id": run.run_id,
-        "agent": run.agent,
-        "configuration": run.configuration,
-        "task": run.task,
-        "repeat": run.repeat,
-        "seed": run.seed,
-        "deletion": run.deletion.as_dict(),
-        "status": status,
-        "exit_status": exit_status,
-        "turns": calls,
-        "turn_cap": cap,
-        "agent_calls": calls,
-        "started": round(started, 3),
-        "wall_s": round(clock - started, 3),
-        "model_s": round(model_s, 3),
-        "agent_exit_code": 0,
-        "patch_bytes": len(patch.encode()),
-        "error": error,
-        "model_backend": MODEL_BACKEND,
-        "synthetic": True,
-        "versions": {"agent": MODEL_BACKEND, "model": MODEL_BACKEND, "pipeline": __version__,
-                     "synth": SYNTH_FORMAT, "generator_seed": gen_seed},
-    }
-    total += _dump(out / RUN_JSON, record)
+    record = RunRecord.for_run(
+        run,
+        status=status,
+        exit_status=exit_status,
+        turns=calls,
+        turn_cap=cap,
+        agent_calls=calls,
+        started=round(started, 3),
+        wall_s=round(clock - started, 3),
+        model_s=round(model_s, 3),
+        agent_exit_code=0,
+        patch_bytes=len(patch.encode()),
+        error=error,
+        model_backend=SYNTHETIC_BACKEND,
+        versions={"agent": SYNTHETIC_BACKEND, "model": SYNTHETIC_BACKEND, "pipeline": __version__,
+                  "synth": SYNTH_FORMAT, "generator_seed": gen_seed},
+    )
+    total += write_run_record(out / RUN_JSON, record)
     return RunResult(run.run_id, status, calls, resolved, eval_status, total)
 
 

@@ -38,6 +38,7 @@ from forgetting.config import Study, load_study, read_yaml
 from forgetting.errors import UserError
 from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
 from forgetting.plan import Run, plan_batches, plan_runs, summarize, write_run_table
+from forgetting.records import is_finished, read_run_record
 from forgetting_testkit.synth.run import EVAL_BACKEND, SYNTH_FORMAT, RunResult, synthesize_run
 
 STUDY_FILE = "study.yaml"
@@ -232,8 +233,8 @@ def write_manifests(study: Study) -> None:
         evals: dict[str, dict[str, Any]] = {}
         for run in batch.runs:
             run_dir = layout.run_dir(run.run_id)
-            meta, report = _read(run_dir / RUN_JSON), _read(run_dir / EVAL_JSON)
-            runs[run.run_id] = {"status": meta["status"], "turns": meta["turns"], "resolved": None}
+            record, report = read_run_record(run_dir / RUN_JSON), _read(run_dir / EVAL_JSON)
+            runs[run.run_id] = {"status": record.status, "turns": record.turns, "resolved": None}
             evals[run.run_id] = {"status": report["status"], "resolved": bool(report["resolved"])}
         batch_dir = layout.batch_dir(batch.key)
         statuses = Counter(e["status"] for e in runs.values())
@@ -292,7 +293,7 @@ def synthesize(
     study = load_study(study_file)
     planned = plan_runs(study)
     layout = Layout(study.results_dir)
-    todo = [r for r in planned if not (layout.run_dir(r.run_id) / RUN_JSON).is_file()]
+    todo = [r for r in planned if not is_finished(layout.run_dir(r.run_id))]
     report = SynthReport(out_dir, study, len(planned), kept=len(planned) - len(todo))
     say(f"synthetic study: {summarize(study, planned).line()} → {out_dir}")
     if report.kept:
@@ -307,7 +308,7 @@ def synthesize(
     write_manifests(study)
     for run in planned:
         run_dir = layout.run_dir(run.run_id)
-        report.statuses[_read(run_dir / RUN_JSON)["status"]] += 1
+        report.statuses[read_run_record(run_dir / RUN_JSON).status] += 1
         report.resolved += bool(_read(run_dir / EVAL_JSON)["resolved"])
     report.seconds = time.perf_counter() - started
     report.bytes = _dir_bytes(out_dir)
