@@ -1,19 +1,31 @@
-"""Model servers a batch of runs talks to: vLLM on a GPU node, or the scripted stand-in.
+"""Model servers a batch of runs talks to: vLLM on a GPU node, the scripted stand-in, or an
+endpoint that already runs.
 
 A batch job starts one server, waits until it answers, runs its share of runs against it
 (each through its own deletion proxy), then shuts it down — on success and on failure —
 and keeps the server's log next to the batch. One server per batch, not per run: a vLLM
 start costs minutes of GPU time (docs/cluster.md has the arithmetic).
 
+The backends (``model.backend``) are :data:`BACKENDS`, a plain mapping of names to the
+classes that serve them (dotted paths, imported when used). Each class offers
+``serving(model, *, log_path, seed, timeout_s, scratch)``, a context manager that yields a
+served model — ``base_url``, ``startup_s``, ``access`` (the API key and shared limits the
+runs' proxies use; None), ``model_backend`` (what ``run.json`` records), ``describe()``
+(what ``versions.model`` adds), ``ready_line()`` and ``trouble(check_health)`` (why it can
+no longer serve, None while it can) — and stops what it started when the block ends.
+
 ``vllm``: ``vllm serve MODEL`` with the study's context length, automatic prefix caching and
 ``--enable-prompt-tokens-details`` (so responses report cached prompt tokens), optionally
 inside an Apptainer image (``apptainer exec --nv IMAGE vllm serve …``).
 ``scripted``: ``python -m forgetting scripted-model`` — a deterministic stand-in for the LLM.
+``endpoint``: nothing started; the server at ``model.endpoint`` is checked
+(:mod:`forgetting.endpoint`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import shlex
@@ -27,13 +39,20 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from forgetting import config_schema
 from forgetting.errors import UserError
 
 #: seconds the scripted stand-in may take to answer its health check (it starts in about one)
 SCRIPTED_STARTUP_TIMEOUT_S = 1800.0
+
+#: the model backends: ``model.backend`` → the class that serves it (module:Class)
+BACKENDS: dict[str, str] = {
+    "vllm": "forgetting.model_server:VllmServer",
+    "scripted": "forgetting.model_server:ScriptedServer",
+    "endpoint": "forgetting.endpoint.backend:EndpointBackend",
+}
 
 
 def served_name_of(model: Mapping[str, Any]) -> str:
@@ -158,7 +177,8 @@ def die_with_parent() -> None:
 
 @dataclass
 class ModelServer:
-    """A running model server process (its own process group) and where it listens."""
+    """A running model server process (its own process group) and where it listens; the
+    base of the backends that start one (:class:`VllmServer`, :class:`ScriptedServer`)."""
 
     command: list[str]
     base_url: str  # e.g. http://127.0.0.1:8000/v1
@@ -167,6 +187,74 @@ class ModelServer:
     process: subprocess.Popen[bytes] | None = None
     startup_s: float | None = None
     _log: TextIO | None = field(default=None, repr=False)
+    #: ``model.backend`` of the subclass
+    backend: ClassVar[str] = ""
+    #: the runs' proxies need no key and share no limits in front of a server of their own
+    access: ClassVar[None] = None
+
+    # -- what a backend class says -------------------------------------------------------
+    @classmethod
+    def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        raise NotImplementedError
+
+    @classmethod
+    def startup_timeout_s(cls, model: Mapping[str, Any]) -> float:
+        return SCRIPTED_STARTUP_TIMEOUT_S
+
+    @classmethod
+    def child_env(cls) -> dict[str, str] | None:
+        """Environment the server process gets on top of this one's."""
+        return None
+
+    @classmethod
+    @contextlib.contextmanager
+    def serving(
+        cls,
+        model: Mapping[str, Any],
+        *,
+        log_path: Path,
+        seed: int = 0,
+        timeout_s: float | None = None,
+        scratch: Path | None = None,
+        proxy_settings: Any = None,
+    ) -> Iterator[ModelServer]:
+        """Start the server, yield it while healthy, always shut it down."""
+        server = server_for(model, log_path=log_path, seed=seed)
+        server.start(timeout_s=timeout_s if timeout_s is not None else cls.startup_timeout_s(model),
+                     env=cls.child_env())
+        try:
+            yield server
+        finally:
+            server.stop()
+
+    # -- what the batch asks -------------------------------------------------------------
+    @property
+    def model_backend(self) -> str:
+        return self.backend
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+    def ready_line(self) -> str:
+        return f"model server ready at {self.base_url} in {self.startup_s or 0:.1f} s"
+
+    def trouble(self, check_health: bool) -> str | None:
+        """Why the server can no longer serve (None while it can): its process exited, or
+        (``check_health``) its ``/health`` stopped answering."""
+        process = self.process
+        if process is not None and process.poll() is not None:
+            return f"model server exited with status {process.returncode} (see {self.log_path})"
+        if check_health:
+            for _ in range(3):
+                try:
+                    with urllib.request.urlopen(self.health_url, timeout=10) as resp:
+                        if resp.status == 200:
+                            return None
+                except OSError:
+                    pass
+                time.sleep(1.0)
+            return f"model server stopped answering {self.health_url}"
+        return None
 
     def start(self, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ModelServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,20 +295,56 @@ class ModelServer:
         self.stop()
 
 
+class VllmServer(ModelServer):
+    """``vllm serve`` (:func:`vllm_command`), started by the batch on its GPU node."""
+
+    backend: ClassVar[str] = "vllm"
+
+    @classmethod
+    def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        return vllm_command(model, host=host, port=port)
+
+    @classmethod
+    def startup_timeout_s(cls, model: Mapping[str, Any]) -> float:
+        return float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
+
+
+class ScriptedServer(ModelServer):
+    """The scripted stand-in (:func:`scripted_command`), started by the batch."""
+
+    backend: ClassVar[str] = "scripted"
+
+    @classmethod
+    def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        return scripted_command(model, host=host, port=port, seed=seed)
+
+    @classmethod
+    def child_env(cls) -> dict[str, str] | None:
+        return package_env()
+
+
+def backend_class(name: str) -> Any:
+    """The class serving ``model.backend`` ``name`` (:data:`BACKENDS`)."""
+    try:
+        target = BACKENDS[name]
+    except KeyError:
+        raise ModelServerError(f"model.backend: unknown backend {name!r}; allowed values: "
+                               f"{', '.join(BACKENDS)}") from None
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def server_for(
     model: Mapping[str, Any], *, log_path: Path, seed: int = 0, host: str = "127.0.0.1", port: int | None = None
 ) -> ModelServer:
-    """The (not yet started) server for the study's ``model`` section."""
+    """The (not yet started) server process for the study's ``model`` section."""
+    cls = backend_class(model["backend"])
+    if not (isinstance(cls, type) and issubclass(cls, ModelServer)):
+        raise ModelServerError(f"model.backend {model['backend']!r} starts no server process")
     port = port or free_port(host)
-    backend = model["backend"]
-    if backend == "vllm":
-        command: Sequence[str] = vllm_command(model, host=host, port=port)
-    elif backend == "scripted":
-        command = scripted_command(model, host=host, port=port, seed=seed)
-    else:
-        raise ModelServerError(f"model.backend: unknown backend {backend!r}; allowed values: vllm, scripted")
+    command: Sequence[str] = cls.command_for(model, host=host, port=port, seed=seed)
     base = f"http://{host}:{port}"
-    return ModelServer(list(command), f"{base}/v1", f"{base}/health", log_path)
+    return cls(list(command), f"{base}/v1", f"{base}/health", log_path)
 
 
 def package_env() -> dict[str, str]:
@@ -233,18 +357,19 @@ def package_env() -> dict[str, str]:
 
 @contextlib.contextmanager
 def serving(
-    model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None
-) -> Iterator[ModelServer]:
-    """Start the model server, yield it while healthy, always shut it down."""
-    if timeout_s is not None:
-        startup = timeout_s
-    elif model["backend"] == "vllm":
-        startup = float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
-    else:
-        startup = SCRIPTED_STARTUP_TIMEOUT_S
-    server = server_for(model, log_path=log_path, seed=seed)
-    server.start(timeout_s=startup, env=package_env() if model["backend"] == "scripted" else None)
-    try:
-        yield server
-    finally:
-        server.stop()
+    model: Mapping[str, Any],
+    *,
+    log_path: Path,
+    seed: int = 0,
+    timeout_s: float | None = None,
+    scratch: Path | None = None,
+    proxy_settings: Any = None,
+) -> Iterator[Any]:
+    """The model of ``model.backend`` served for the ``with`` block (see the module docstring);
+    ``scratch``: a directory of the batch's, for what its runs share; ``proxy_settings``: the
+    runs' retry policy (:class:`forgetting.proxy.ProxySettings`), which a check of an endpoint
+    follows too."""
+    cls = backend_class(model["backend"])
+    with cls.serving(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
+                     proxy_settings=proxy_settings) as served:
+        yield served

@@ -16,11 +16,16 @@ class ProxySettings:
     """The keys of ``execution.proxy`` (config/README.md), and the ``deletion`` section."""
 
     deletion: DeletionSettings
-    #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504)
+    #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504);
+    #: the policy: :mod:`forgetting.proxy.upstream`
     retries: int
     #: wait before the first retry; doubles with each further retry, capped at backoff_max_s
     backoff_s: float
     backoff_max_s: float
+    #: share of each backoff wait taken off at random (deterministic: the run's seed)
+    jitter: float
+    #: all of one request's waits between attempts together at most (Retry-After included)
+    max_wait_s: float
     #: seconds to wait for the upstream's reply to one attempt (a long generation takes a while)
     timeout_s: float
     connect_timeout_s: float
@@ -41,6 +46,8 @@ class ProxySettings:
             retries=int(p["retries"]),
             backoff_s=float(p["backoff_s"]),
             backoff_max_s=float(p["backoff_max_s"]),
+            jitter=float(p["jitter"]),
+            max_wait_s=float(p["max_wait_s"]),
             timeout_s=float(p["timeout_s"]),
             connect_timeout_s=float(p["connect_timeout_s"]),
             fsync=bool(p["fsync"]),
@@ -57,6 +64,8 @@ class ProxySettings:
             "retries": self.retries,
             "backoff_s": self.backoff_s,
             "backoff_max_s": self.backoff_max_s,
+            "jitter": self.jitter,
+            "max_wait_s": self.max_wait_s,
             "timeout_s": self.timeout_s,
             "connect_timeout_s": self.connect_timeout_s,
             "fsync": self.fsync,
