@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "proxy",
     "scripted-model",
+    "serve",
 )
 
 

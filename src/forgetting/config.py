@@ -232,6 +232,14 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     except UserError as exc:
         raise ConfigError(f"{source}: pricing: {exc}") from None
 
+    if cfg["model"]["backend"] == "endpoint":  # where the endpoint is: stops the study now, not in its batches
+        from forgetting.endpoint.settings import EndpointSettings
+
+        try:
+            EndpointSettings.from_model(cfg["model"], root)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
     repeats = cfg["repeats"]
     study_section = cfg["study"]
     return Study(

@@ -11,6 +11,8 @@ A study asks for images only where it runs on the cluster path:
 * ``model.backend: vllm`` — a batch job needs ``model.vllm.apptainer_image`` (the server) and
   ``agent.<agent>.apptainer_image`` (the agent, where one is named), and, for SWE-bench tasks,
   the instance images (the agents' commands run in the task's environment);
+* ``model.backend: endpoint`` — the same but the server's image (the server is not the
+  batch's: route C of docs/cluster.md);
 * ``evaluation.backend: apptainer`` — an evaluation job needs the instance images.
 
 The demo (scripted model, local evaluation) needs none, so no image job enters its DAG.
@@ -86,9 +88,15 @@ def uses_vllm(study: Study) -> bool:
     return study.section("model")["backend"] == "vllm"
 
 
+def runs_on_cluster_path(study: Study) -> bool:
+    """The batches run real agents against a real model: vLLM started by the batch, or an
+    endpoint (route C: the model on the GPU partition, the batches on a CPU partition)."""
+    return study.section("model")["backend"] in ("vllm", "endpoint")
+
+
 def runs_need_instance_images(study: Study) -> bool:
     """The agents work inside the SWE-bench instance images (cluster path, real tasks)."""
-    return uses_vllm(study) and study.section("dataset")["kind"] == "swebench"
+    return runs_on_cluster_path(study) and study.section("dataset")["kind"] == "swebench"
 
 
 def evaluation_needs_instance_images(study: Study) -> bool:
@@ -96,12 +104,13 @@ def evaluation_needs_instance_images(study: Study) -> bool:
 
 
 def run_images(study: Study, agent: str) -> list[str]:
-    """The SIF files a batch job of ``agent`` reads: the model server's and the agent's."""
-    if not uses_vllm(study):
+    """The SIF files a batch job of ``agent`` reads: the model server's (vLLM only: an
+    endpoint's server is not the batch's) and the agent's."""
+    if not runs_on_cluster_path(study):
         return []
     out = []
     server = study.section("model")["vllm"].get("apptainer_image")  # optional: vllm on the host
-    if server:
+    if server and uses_vllm(study):
         out.append(expand_path(server, "model.vllm.apptainer_image"))
     agent_image = study.section("agent")[agent].get("apptainer_image")  # optional
     if agent_image:

@@ -188,7 +188,7 @@ class ModelServer:
     startup_s: float | None = None
     _log: TextIO | None = field(default=None, repr=False)
     #: ``model.backend`` of the subclass
-    backend: ClassVar[str] = ""
+    backend_name: ClassVar[str] = ""
     #: the runs' proxies need no key and share no limits in front of a server of their own
     access: ClassVar[None] = None
 
@@ -230,7 +230,7 @@ class ModelServer:
     # -- what the batch asks -------------------------------------------------------------
     @property
     def model_backend(self) -> str:
-        return self.backend
+        return self.backend_name
 
     def describe(self) -> dict[str, Any]:
         return {}
@@ -298,7 +298,7 @@ class ModelServer:
 class VllmServer(ModelServer):
     """``vllm serve`` (:func:`vllm_command`), started by the batch on its GPU node."""
 
-    backend: ClassVar[str] = "vllm"
+    backend_name: ClassVar[str] = "vllm"
 
     @classmethod
     def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
@@ -312,7 +312,7 @@ class VllmServer(ModelServer):
 class ScriptedServer(ModelServer):
     """The scripted stand-in (:func:`scripted_command`), started by the batch."""
 
-    backend: ClassVar[str] = "scripted"
+    backend_name: ClassVar[str] = "scripted"
 
     @classmethod
     def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:

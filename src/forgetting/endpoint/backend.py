@@ -58,7 +58,7 @@ class EndpointBackend:
     address: ServerAddress | None = None
     address_file: Path | None = None
     _health: Upstream | None = field(default=None, repr=False)
-    backend: ClassVar[str] = "endpoint"
+    backend_name: ClassVar[str] = "endpoint"
 
     @classmethod
     @contextlib.contextmanager
@@ -91,7 +91,7 @@ class EndpointBackend:
                 assert settings.base_url is not None
                 url = settings.base_url
             shared = SharedLimits(scratch / "endpoint-limits", settings.max_concurrent_requests) if scratch else None
-            access = Access(api_key=key, key_name=settings.api_key_env, shared=shared)
+            access = Access(api_key=key, key_name=settings.api_key_env, shared=shared, label="model endpoint")
             health = Upstream(
                 url, retries=policy.retries, backoff_s=policy.backoff_s, backoff_max_s=policy.backoff_max_s,
                 jitter=policy.jitter, max_wait_s=min(policy.max_wait_s, HEALTH_MAX_WAIT_S),
@@ -127,7 +127,7 @@ class EndpointBackend:
 
     @property
     def model_backend(self) -> str:
-        return "scripted" if self.stand_in else self.backend
+        return "scripted" if self.stand_in else self.backend_name
 
     def describe(self) -> dict[str, Any]:
         return {"endpoint": self._health.url if self._health else self.base_url, "served_by": self.entry.owned_by}

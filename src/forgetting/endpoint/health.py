@@ -34,7 +34,7 @@ def list_models(upstream: Upstream) -> list[ModelEntry]:
     reply = upstream.request("GET", "/models")
     if not reply.ok:
         raise EndpointError(describe_failure(reply, upstream.url, key_name=upstream.access.key_name,
-                                             what="model endpoint"))
+                                             what=upstream.access.label))
     try:
         data = json.loads(reply.body)
     except ValueError:

@@ -9,6 +9,7 @@ batch starts (:meth:`EndpointSettings.api_key`) — and how hard the batch's run
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ def check_base_url(url: str, key: str = "model.endpoint.base_url") -> str:
     try:
         parts.port  # noqa: B018 (a bad port raises here)
     except ValueError:
-        raise ConfigError(f"{key}: {url!r} has a bad port") from None
+        raise ConfigError(f"{key}: {parts.scheme}://{parts.hostname}…: a bad port") from None
     return url
 
 
@@ -68,6 +69,11 @@ class EndpointSettings:
             path = Path(os.path.expandvars(os.path.expanduser(str(address))))
             if root is not None and not path.is_absolute():
                 path = Path(root) / path
+        name = e.get("api_key_env")  # optional: no key
+        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
+            # never echo the value: it may be the key itself, put here by mistake
+            raise ConfigError("model.endpoint.api_key_env: not an environment variable name (letters, digits, _); "
+                              "give the NAME of the variable that holds the key, never the key")
         limit = e.get("max_concurrent_requests")  # optional: no limit beyond the runs in flight
         return cls(
             base_url=str(url) if url else None,

@@ -78,6 +78,8 @@ class Access:
     api_key: str | None = field(default=None, repr=False)
     key_name: str | None = None
     shared: SharedLimits | None = None
+    #: what the upstream is called in messages
+    label: str = "model server"
 
 
 def base_url(url: str) -> tuple[str, str, int, str]:
@@ -141,7 +143,7 @@ def describe_failure(reply: Reply, url: str, *, key_name: str | None = None, wha
     where = f"{what} {url}"
     tries = f" after {reply.attempts} attempt{'s' if reply.attempts != 1 else ''}"
     if reply.waited_s:
-        tries += f" over {reply.waited_s:.0f} s"
+        tries += f" over {reply.waited_s:.1f} s" if reply.waited_s < 10 else f" over {reply.waited_s:.0f} s"
     stop = f" ({reply.gave_up})" if reply.gave_up else ""
     if reply.error is not None and not reply.body:
         if "did not answer within" in reply.error:
@@ -150,7 +152,7 @@ def describe_failure(reply: Reply, url: str, *, key_name: str | None = None, wha
         return f"{reply.error}{tries}{stop}; check that the server runs and that its address is right"
     if reply.error is not None:  # a reply that came back but is no JSON
         return f"{reply.error}; is the base URL the server's OpenAI API root (…/v1)?"
-    gist = _short(reply.body)
+    gist = _short(reply.body).rstrip(".")
     said = f": {gist}" if gist else ""
     if reply.status in (401, 403):
         key = f"the API key in ${key_name}" if key_name else "no API key (model.endpoint.api_key_env is not set)"
@@ -258,7 +260,7 @@ class Upstream:
         try:
             conn, reused = self._connection()
         except (OSError, *_CONNECTION_ERRORS) as exc:
-            return Reply(502, b"", error=f"model server {self.url} unreachable: {exc}", retryable=True)
+            return Reply(502, b"", error=f"{self.access.label} {self.url} unreachable: {exc}", retryable=True)
         try:
             conn.request(method, self.path + path, body=body, headers=headers)
             resp = conn.getresponse()
@@ -269,16 +271,16 @@ class Upstream:
             reply = Reply(resp.status, data, reply_headers, retryable=resp.status in RETRY_STATUSES)
             if 200 <= reply.status < 300 and not _looks_like_json(reply):
                 kind = reply_headers.get("content-type") or "no content type"
-                message = f"model server {self.url} answered HTTP {reply.status} with {kind}, not JSON"
+                message = f"{self.access.label} {self.url} answered HTTP {reply.status} with {kind}, not JSON"
                 return Reply(502, data, reply_headers, error=message)
             return reply
         except TimeoutError:
             self._drop()
-            message = f"model server {self.url} did not answer within {self.timeout_s:g} s"
+            message = f"{self.access.label} {self.url} did not answer within {self.timeout_s:g} s"
             return Reply(504, b"", error=message)
         except (OSError, *_CONNECTION_ERRORS) as exc:
             self._drop()
-            message = f"model server {self.url} failed: {type(exc).__name__}: {exc}"
+            message = f"{self.access.label} {self.url} failed: {type(exc).__name__}: {exc}"
             return Reply(502, b"", error=message, stale=reused, retryable=True)
 
     # -- the retry policy ----------------------------------------------------------------
@@ -340,7 +342,7 @@ class Upstream:
         if reply.ok:
             self.failure = None
         elif reply.error is not None or reply.status in UPSTREAM_FAULTS:
-            self.failure = describe_failure(reply, self.url, key_name=self.access.key_name)
+            self.failure = describe_failure(reply, self.url, key_name=self.access.key_name, what=self.access.label)
         return reply
 
     def close(self) -> None:

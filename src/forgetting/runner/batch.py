@@ -84,7 +84,7 @@ def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
         scripted = dict(model["scripted"])
         scripted.setdefault("tasks", str(settings.instances))
         model["scripted"] = scripted
-    address = (model.get("endpoint") or {}).get("address_file")  # optional: base_url instead
+    address = model["endpoint"].get("address_file")  # optional: base_url instead
     if model["backend"] == "endpoint" and address:
         from forgetting.endpoint.settings import EndpointSettings
 
