@@ -41,7 +41,8 @@ counted them, ``total_tokens`` their sum:
   ``prompt_tokens`` the whole prompt (cached included); no ``prompt_tokens_details``.
 
 Misbehaviour (:class:`Rule`, in-process ``provider.misbehave(...)``, or as a process ``POST
-/_fake/rules`` with a JSON list of rules; ``DELETE /_fake/rules`` clears them): 401 (the key
+/_fake/rules`` with a JSON list of rules; ``DELETE /_fake/rules`` clears them; ``GET
+/_fake/stats``: the requests seen, the most chat completions in flight at once): 401 (the key
 revoked), an unknown model (the list names another model, chat answers 404), 429 with
 ``Retry-After`` (seconds, or an HTTP date), 5xx, a reply that is no JSON (an HTML page), or
 slow replies — for the next N requests or always, after M normal ones, on chat only or on
@@ -374,6 +375,12 @@ class FakeProvider:
                     fake.requests[f"GET {path}"] += 1
                 if path == "/health":
                     self._send(200, b'{"status": "ok"}')
+                    return
+                if path == "/_fake/stats":  # control: what it has seen
+                    with fake._lock:
+                        stats = {"requests": dict(fake.requests), "max_in_flight": fake.max_in_flight,
+                                 "auth_failures": fake.auth_failures}
+                    self._send(200, json.dumps(stats).encode())
                     return
                 if path != "/v1/models":
                     self._error(404, f"no route GET {path}", "not_found")
