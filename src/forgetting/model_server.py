@@ -217,6 +217,7 @@ class ModelServer:
         timeout_s: float | None = None,
         scratch: Path | None = None,
         proxy_settings: Any = None,
+        say: Any = None,
     ) -> Iterator[ModelServer]:
         """Start the server, yield it while healthy, always shut it down."""
         server = server_for(model, log_path=log_path, seed=seed)
@@ -364,12 +365,13 @@ def serving(
     timeout_s: float | None = None,
     scratch: Path | None = None,
     proxy_settings: Any = None,
+    say: Any = None,
 ) -> Iterator[Any]:
     """The model of ``model.backend`` served for the ``with`` block (see the module docstring);
     ``scratch``: a directory of the batch's, for what its runs share; ``proxy_settings``: the
     runs' retry policy (:class:`forgetting.proxy.ProxySettings`), which a check of an endpoint
-    follows too."""
+    follows too; ``say``: where a backend reports a wait (one line at a time)."""
     cls = backend_class(model["backend"])
     with cls.serving(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
-                     proxy_settings=proxy_settings) as served:
+                     proxy_settings=proxy_settings, say=say) as served:
         yield served

@@ -71,6 +71,7 @@ class EndpointBackend:
         timeout_s: float | None = None,
         scratch: Path | None = None,
         proxy_settings: Any = None,
+        say: Any = None,
     ) -> Iterator[EndpointBackend]:
         from forgetting.model_server import served_name_of
         from forgetting.proxy.settings import ProxySettings
@@ -84,8 +85,13 @@ class EndpointBackend:
             address = None
             if settings.address_file is not None:
                 wait = settings.address_wait_s if timeout_s is None else timeout_s
-                address = _logged(log, lambda: wait_for_address(settings.address_file, wait,
-                                                                say=lambda m: _line(log, m)))
+
+                def waiting(message: str) -> None:
+                    _line(log, message)
+                    if say is not None:
+                        say(message)
+
+                address = _logged(log, lambda: wait_for_address(settings.address_file, wait, say=waiting))
                 url = address.base_url
             else:
                 assert settings.base_url is not None

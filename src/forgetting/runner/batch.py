@@ -439,7 +439,7 @@ def run_batch(
                 say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; {what}")
                 with serving(
                     model_section(study, settings), log_path=server_log_path(study, batch, manifest), seed=study.seed,
-                    scratch=scratch, proxy_settings=runner.proxy_settings,
+                    scratch=scratch, proxy_settings=runner.proxy_settings, say=say.line,
                 ) as server:
                     say.line(server.ready_line())
                     try:
