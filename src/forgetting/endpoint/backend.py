@@ -37,6 +37,8 @@ from forgetting.proxy.upstream import Access, Upstream
 HEALTH_TIMEOUT_S = 30.0
 #: … and its retry waits together at most
 HEALTH_MAX_WAIT_S = 120.0
+#: how often a batch reads its address file again (it lives on a shared file system)
+ADDRESS_EVERY_S = 5.0
 
 
 def _stand_in_owner() -> str:
@@ -58,6 +60,7 @@ class EndpointBackend:
     address: ServerAddress | None = None
     address_file: Path | None = None
     _health: Upstream | None = field(default=None, repr=False)
+    _address_read: float = field(default=0.0, repr=False)
     backend_name: ClassVar[str] = "endpoint"
 
     @classmethod
@@ -148,7 +151,9 @@ class EndpointBackend:
     def trouble(self, check_health: bool) -> str | None:
         """Why the endpoint can no longer serve: its server job withdrew its address, or
         (``check_health``) the check fails again; None while it can."""
-        if self.address_file is not None:
+        due = time.monotonic() - self._address_read >= ADDRESS_EVERY_S
+        if self.address_file is not None and (due or check_health):
+            self._address_read = time.monotonic()
             try:
                 current = read_address(self.address_file)
             except UserError:

@@ -70,10 +70,8 @@ class EndpointSettings:
             if root is not None and not path.is_absolute():
                 path = Path(root) / path
         name = e.get("api_key_env")  # optional: no key
-        if name is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(name)):
-            # never echo the value: it may be the key itself, put here by mistake
-            raise ConfigError("model.endpoint.api_key_env: not an environment variable name (letters, digits, _); "
-                              "give the NAME of the variable that holds the key, never the key")
+        if name is not None:
+            check_key_name(str(name))
         limit = e.get("max_concurrent_requests")  # optional: no limit beyond the runs in flight
         return cls(
             base_url=str(url) if url else None,
@@ -84,17 +82,30 @@ class EndpointSettings:
         )
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
-        """The API key from the environment (None when no variable is named). An unset or
-        empty variable, or a value with whitespace inside, is one line naming the variable —
-        never its value."""
+        """The API key from the environment (None when no variable is named); see :func:`read_api_key`."""
         if self.api_key_env is None:
             return None
-        env = os.environ if environ is None else environ
-        value = env.get(self.api_key_env, "").strip()
-        if not value:
-            raise ConfigError(f"model.endpoint.api_key_env: the environment variable {self.api_key_env} is not set "
-                              f"where the batch runs; export {self.api_key_env}=<your API key> first")
-        if any(ch.isspace() for ch in value) or not value.isprintable():
-            raise ConfigError(f"model.endpoint.api_key_env: the value of {self.api_key_env} holds whitespace or "
-                              "control characters; it must be the key alone")
-        return value
+        return read_api_key(self.api_key_env, environ)
+
+
+def check_key_name(name: str, what: str = "model.endpoint.api_key_env") -> str:
+    """An environment variable's name; anything else is one line that never echoes the value
+    (it may be the key itself, put in the wrong place)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise ConfigError(f"{what}: not an environment variable name (letters, digits, _); "
+                          "give the NAME of the variable that holds the key, never the key")
+    return name
+
+
+def read_api_key(name: str, environ: Mapping[str, str] | None = None, what: str = "model.endpoint.api_key_env") -> str:
+    """The key in the environment variable ``name``. An unset or empty variable, or a value with
+    whitespace inside, is one line naming the variable — never its value."""
+    env = os.environ if environ is None else environ
+    value = env.get(check_key_name(name, what), "").strip()
+    if not value:
+        raise ConfigError(f"{what}: the environment variable {name} is not set where the batch runs; "
+                          f"export {name}=<your API key> first")
+    if any(ch.isspace() for ch in value) or not value.isprintable():
+        raise ConfigError(f"{what}: the value of {name} holds whitespace or control characters; "
+                          "it must be the key alone")
+    return value
