@@ -70,13 +70,20 @@ def test_a_model_server_job_publishes_its_address_and_batches_wait_for_it(tmp_pa
     env = cli_env({"SLURM_JOB_ID": "777001"})
     run = subprocess.Popen([sys.executable, "-m", "forgetting", "run-batch", str(config), "--batch", batch.key],
                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)  # the batch starts first: its server job is still queued
+    # the batch starts first, its server job still queued: it says it waits
+    assert run.stderr is not None
+    seen = []
+    while not any("waiting up to" in line for line in seen):
+        line = run.stderr.readline()
+        assert line, (seen, run.wait())
+        seen.append(line)
     assert run.poll() is None and not address.exists()
     serve = subprocess.Popen([sys.executable, "-m", "forgetting", "serve", str(config), "--backend", "scripted",
                               "--host", "127.0.0.1"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     try:
-        _, err = run.communicate(timeout=300)
+        _, rest = run.communicate(timeout=300)
+        err = "".join(seen) + rest
         assert run.returncode == 0, err
         published = read_address(address)
         assert published.job_id == "777001" and published.backend == "scripted" and published.model == "scripted"
