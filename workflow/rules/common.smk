@@ -51,10 +51,15 @@ def evaluation_images(wildcards):
 
 
 def run_batch_resources():
-    """runtime for every backend; a GPU only where the model is served by vLLM (the cluster
-    profile maps gpu to the Slurm request; the demo stays on the local machine)."""
-    execution = PLAN.study.section("execution")
-    resources = {"runtime": int(execution["batch_runtime_min"])}
+    """The time limit of each batch job, derived from its number of runs (forgetting.gpu_time:
+    the worst case, at most execution.batch_runtime_limit_min); a GPU only where the model is
+    served by vLLM (the cluster profile maps gpu to the Slurm request; the demo stays local)."""
+    from forgetting.gpu_time import batch_runtime_min
+
+    def runtime(wildcards):
+        return batch_runtime_min(PLAN.study, len(PLAN.batch(wildcards.agent, wildcards.configuration, wildcards.batch).runs))
+
+    resources = {"runtime": runtime}
     if PLAN.study.section("model")["backend"] == "vllm":
         resources["gpu"] = 1
     return resources
