@@ -35,6 +35,7 @@ wildcard_constraints:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/containers.smk"
+include: "workflow/rules/preflight.smk"
 include: "workflow/rules/plan.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/evaluate.smk"

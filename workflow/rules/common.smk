@@ -1,7 +1,8 @@
 # Target lists and input functions shared by the stage rule files.
 
 from forgetting.containers import (
-    IMAGE_NAMES,
+    CPU_IMAGES,
+    GPU_IMAGES,
     ContainerSettings,
     images_for_evaluation,
     images_for_runs,
@@ -9,7 +10,12 @@ from forgetting.containers import (
     study_images,
 )
 
+from forgetting.preflight import partitions_of, target_key
+
 BATCH_DIR = f"{RESULTS}/batches/{{agent}}/{{configuration}}/{{batch}}"
+PREFLIGHT_DIR = f"{RESULTS}/preflight"
+PREFLIGHT_KEY = target_key(PLAN.study)
+PREFLIGHT_PARTITIONS = partitions_of(PLAN.study)
 
 
 def final_targets():
@@ -63,3 +69,16 @@ def run_batch_resources():
     if PLAN.study.section("model")["backend"] == "vllm":
         resources["gpu"] = 1
     return resources
+
+
+def preflight_output(partition):
+    """The preflight output a job of ``partition`` waits for (none where the study does not
+    use the partition, or in regenerate mode)."""
+    if partition not in PREFLIGHT_PARTITIONS or PLAN.regenerate:
+        return []
+    return [ancient(f"{PREFLIGHT_DIR}/{partition}-{PREFLIGHT_KEY}.txt")]
+
+
+def preflight_gpu_images(wildcards):
+    """The images the GPU partition's preflight reads: every batch job's."""
+    return sorted({ancient(p) for agent in PLAN.study.agents for p in images_for_runs(PLAN.study, agent)})
