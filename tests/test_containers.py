@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.config import study_from_mapping
 from forgetting.containers import (
@@ -31,6 +32,7 @@ from forgetting.containers import (
     pull_chunks,
 )
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.instance_images import host_architecture
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.dryrun import by_rule, dry_run, small_study, study_config
@@ -192,8 +194,10 @@ def test_pull_chunk_pulls_each_image_once_and_writes_its_marker(fake_apptainer, 
     for i in first.ids:
         assert record["images"][i]["sif"] == str(tmp_path / "sif" / f"{i}.sif")
         assert Path(record["images"][i]["sif"]).is_file()
+    arch = {"x86_64": "amd64", "arm64": "arm64"}[host_architecture()]
     assert [c[-1] for c in calls_of(calls)] == [
-        f"docker://swebench/sweb.eval.x86_64.{i.replace('__', '_1776_')}:latest".lower() for i in first.ids]
+        "docker://" + ImageSpec(instance_id=i, dockerfile="-", namespace="swebench", arch=arch).name for i in first.ids]
+    assert all(c[1:3] == ["--arch", arch] for c in calls_of(calls))  # the host's architecture, by default
     pull_chunk(study, first.name, marker)  # images already there: nothing pulled again
     assert len(calls_of(calls)) == len(first.ids)
     assert len((tmp_path / "pull.log").read_text().splitlines()) == len(first.ids)
