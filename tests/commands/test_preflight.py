@@ -26,6 +26,7 @@ from forgetting.preflight import PreflightFailed, node_checks, run_in_job, targe
 from forgetting.preflight.checks import check_conda_envs, check_image, emulator_for, host_goarch
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
 from forgetting_testkit.sif import write_sif
 
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:3]
@@ -246,3 +247,34 @@ def test_the_demo_has_no_partition_and_its_smoke_run_goes_through_every_stage(tm
     assert sorted(p.name for p in (smoke / "runs").iterdir()) == ["mini", "mini-text"]
     assert not (tmp_path / "results" / "runs").exists()  # never the study's own outputs
     shutil.rmtree(smoke)
+
+
+def test_gold_checks_that_the_images_reproduce_each_task(tmp_path):
+    """Every task's gold patch resolves and its unfixed repository does not, on the study's
+    evaluation backend (here the demo's local one; on the cluster the apptainer backend and the
+    images of another architecture this is meant for)."""
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    demo["study"]["results_dir"] = str(tmp_path / "results")
+    demo["tasks"] = {"ids": ["demo__confkit-1", "demo__ledger-2"]}
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(demo))
+    proc = preflight(config, "--gold")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    assert checks["gold demo__confkit-1"] == ("OK gold patch resolved, the unfixed repository unresolved "
+                                              "(1 FAIL_TO_PASS tests failing) on the local backend")
+    assert checks["gold patches"] == "OK 2 of 2 tasks: the gold patch resolves, the unfixed repository does not"
+
+
+def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  # noqa: F811 (the fixture)
+    from forgetting.preflight.gold import gold_checks
+    from forgetting_testkit import evaltask
+
+    row_file = next((tmp_path / "tasks").glob("*/instance.json"))
+    row = json.loads(row_file.read_text())
+    row["patch"] = evaltask.patch("stale")  # a gold patch that does not apply to this repository
+    row_file.write_text(json.dumps(row))
+    task, total = gold_checks(load_study(study_file))
+    assert not task.ok and task.detail.startswith("gold patch patch_failed, the unfixed repository unresolved")
+    assert "this image does not reproduce the task" in task.detail
+    assert (total.ok, total.detail) == (False, "0 of 1 tasks: the gold patch resolves, the unfixed repository does not")
