@@ -6,10 +6,13 @@ rebuilds of SWE-bench Verified report the same resolve sets for almost all insta
 docs/cluster.md, *Architecture*): with the study's evaluation backend and images, each task's
 dataset row ``patch`` (gold) is evaluated, then a *null patch* — one new, unrelated file, so the
 repository's code is as the task found it, and the tests do run (an empty patch is never run:
-its status is ``empty_patch``). Results go to ``<results>/preflight/gold/<task>/``.
+its status is ``empty_patch``). ``evaluation.workers`` tasks at a time; results go to
+``<results>/preflight/gold/<task>/``.
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
 
 from forgetting.config import Study
 from forgetting.preflight.checks import Check
@@ -40,8 +43,9 @@ def gold_checks(study: Study) -> list[Check]:
     except UserError as exc:
         return [Check("gold patches", False, str(exc))]
     base = study.results_dir / "preflight" / "gold"
-    out = []
-    for task, row in rows.items():
+
+    def check(task: str) -> Check:
+        row = rows[task]
         gold = evaluate_patch(row, str(row.get("patch") or ""), backend, out_dir=base / task / "gold",
                               run_id=f"preflight/gold/{task}")
         null = evaluate_patch(row, NULL_PATCH, backend, out_dir=base / task / "null", run_id=f"preflight/null/{task}")
@@ -52,7 +56,10 @@ def gold_checks(study: Study) -> list[Check]:
         if not ok:
             detail += (f"; this image does not reproduce the task as SWE-bench grades it (logs under {base / task}): "
                        "leave the task out, or use the x86_64 image (docs/cluster.md, Architecture)")
-        out.append(Check(f"gold {task}", ok, detail))
+        return Check(f"gold {task}", ok, detail)
+
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        out = list(pool.map(check, rows))
     passed = sum(c.ok for c in out)
     out.append(Check("gold patches", passed == len(out),
                      f"{passed} of {len(out)} tasks: the gold patch resolves, the unfixed repository does not"))
