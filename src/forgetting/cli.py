@@ -18,6 +18,7 @@ from forgetting.errors import UserError
 #: subcommand modules under forgetting.commands, in the order --help lists them
 COMMANDS: tuple[str, ...] = (
     "plan",
+    "preflight",
     "tasks",
     "dataset",
     "run",

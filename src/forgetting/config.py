@@ -23,6 +23,7 @@ from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where confi
 from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
 from forgetting.errors import ConfigError, UserError
 from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
+from forgetting.instance_images import check_template
 from forgetting.naming import parse_configuration_name
 
 
@@ -178,6 +179,10 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     from forgetting.tasks import load_task_ids  # late: tasks import this module
 
     cfg = validate_schema(data, source)
+    try:
+        check_template(cfg["evaluation"]["instance_images"]["name_template"])
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     configurations = _select_configurations(cfg, Path(root))
     only = _as_list(cfg.get("only"))
     if only:

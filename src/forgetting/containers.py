@@ -35,6 +35,11 @@ from forgetting.seeds import text_hex
 #: definition files, ``containers/<name>.def``
 DEFINITIONS_DIR = PROJECT_ROOT / "containers"
 IMAGE_NAMES = ("vllm", "mini-swe-agent", "trae-agent", "evaluation")
+#: images whose code runs on the GPU nodes (the server, the agents): built on the GPU partition,
+#: so they are of its architecture (Apptainer builds for the architecture it runs on)
+GPU_IMAGES = ("vllm", "mini-swe-agent", "trae-agent")
+#: images whose code runs on the CPU partition's nodes
+CPU_IMAGES = ("evaluation",)
 #: where marker files of pulled chunks live, under ``evaluation.image_dir``
 PULLED_DIR = ".pulled"
 

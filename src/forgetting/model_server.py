@@ -51,26 +51,40 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def vllm_command(model: Mapping[str, Any], *, host: str, port: int) -> list[str]:
+def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
+                 environ: Mapping[str, str] | None = None) -> list[str]:
     """The ``vllm serve`` command line for the study's model section (or part of one: checked
     against the schema, its defaults filled; the ``model.vllm`` keys are in config/README.md).
-    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv``."""
+
+    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv --cleanenv``.
+    ``--cleanenv`` passes only ``TERM``, the proxy variables and ``APPTAINERENV_*`` into the
+    container (Apptainer's ``internal/pkg/util/env/create.go``), and ``--nv`` binds every
+    ``/dev/nvidia*`` device without looking at ``CUDA_VISIBLE_DEVICES``; so the GPU Slurm gave
+    the job (``CUDA_VISIBLE_DEVICES`` in ``environ``, default this process's environment) is
+    passed explicitly, ``--env CUDA_VISIBLE_DEVICES=…`` — else vLLM would take device 0, which
+    on a node without device cgroups is another job's GPU."""
     model = config_schema.section("model", model)
     v = model["vllm"]
+    env = os.environ if environ is None else environ
     cmd: list[str] = []
     image = v.get("apptainer_image")
     if image:
-        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv", str(image)]
+        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv"]
+        if env.get("CUDA_VISIBLE_DEVICES"):
+            cmd += ["--env", f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}"]
+        cmd += [str(image)]
     cmd += [str(v["executable"]), "serve", str(model["name"])]
     cmd += ["--host", host, "--port", str(port)]
     cmd += ["--served-model-name", served_name_of(model)]
-    cmd += ["--max-model-len", str(model["context_window"])]
+    cmd += ["--max-model-len", str(v.get("max_model_len") or model["context_window"])]
     cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v["tool_call_parser"])]
     cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
+    if v["kv_cache_dtype"] != "auto":
+        cmd += ["--kv-cache-dtype", str(v["kv_cache_dtype"])]
     for key, option in (("tensor_parallel_size", "--tensor-parallel-size"), ("max_num_seqs", "--max-num-seqs"),
                         ("seed", "--seed")):
-        if v.get(key) is not None:  # optional: vLLM's own default when left out
+        if v.get(key) is not None:  # optional: vLLM's own default when left out (max_num_seqs: the batch's)
             cmd += [option, str(v[key])]
     cmd += [str(a) for a in v["extra_args"]]
     return cmd

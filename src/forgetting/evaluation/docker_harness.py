@@ -198,7 +198,9 @@ class DockerBackend:
         instance_id = str(instance["instance_id"])
         model = self.settings.docker.model_name
         run_id = harness_run_id(label)
-        write_text(work_dir / INSTANCE_FILE, json.dumps(dict(instance), sort_keys=True, default=str) + "\n")
+        # the image evaluation.instance_images names (the row's own is the published x86_64 one)
+        row = {**instance, "image": self.settings.images.name(instance_id)}
+        write_text(work_dir / INSTANCE_FILE, json.dumps(row, sort_keys=True, default=str) + "\n")
         write_predictions(work_dir / PREDICTIONS_FILE, instance_id, patch, model)
         finished = run_logged(
             self.command(instance_id, work_dir, run_id),

@@ -12,6 +12,7 @@ from typing import Any
 
 from forgetting import config_schema
 from forgetting.config import PROJECT_ROOT, Study
+from forgetting.instance_images import InstanceImages
 
 #: the backends ``evaluation.backend`` may name (the schema's list)
 BACKENDS: tuple[str, ...] = tuple(config_schema.schema_at("evaluation.backend")["enum"])
@@ -67,6 +68,8 @@ class EvalSettings:
     timeout_s: int
     workers: int
     image_dir: Path
+    #: the instance images' names and architecture (``evaluation.instance_images``)
+    images: InstanceImages
     apptainer: ApptainerSettings
     docker: DockerSettings
     local: LocalSettings
@@ -83,6 +86,7 @@ class EvalSettings:
             timeout_s=int(s["timeout_s"]),
             workers=int(s["workers"]),
             image_dir=image_dir if image_dir.is_absolute() else root / image_dir,
+            images=InstanceImages.from_section(s["instance_images"]),
             apptainer=ApptainerSettings.from_section(s["apptainer"]),
             docker=DockerSettings.from_section(s["docker"]),
             local=LocalSettings.from_section(s["local"]),

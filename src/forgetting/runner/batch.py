@@ -78,9 +78,12 @@ class BatchReport:
 
 
 def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
-    """The model section the batch's server is started from (the scripted stand-in learns
-    where the demo tasks are)."""
+    """The model section the batch's server is started from: vLLM schedules at most the
+    batch's ``execution.concurrency`` sequences unless ``model.vllm.max_num_seqs`` says otherwise;
+    the scripted stand-in learns where the demo tasks are."""
     model = dict(study.section("model"))
+    if model["backend"] == "vllm" and model["vllm"].get("max_num_seqs") is None:
+        model["vllm"] = {**model["vllm"], "max_num_seqs": settings.concurrency}
     if model["backend"] == "scripted":
         scripted = dict(model["scripted"])
         scripted.setdefault("tasks", str(settings.instances))

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.layout import Layout
 from forgetting_testkit.checkout import ROOT
@@ -67,7 +68,8 @@ def swebench_row(tmp: Path) -> dict[str, Any]:
     row = instance(tmp)
     base, files = row["base_commit"], "tests/test_calc.py"
     row.update(
-        image="swebench/sweb.eval.x86_64.demo_1776_calc-1:latest",
+        # the published image's name, as swebench's ImageSpec gives it (an x86_64 image)
+        image=ImageSpec(instance_id="demo__calc-1", dockerfile="-", namespace="swebench").name,
         log_parser="parse_log_pytest",
         eval_type="pass_and_fail",
         eval_script="\n".join(
