@@ -19,11 +19,16 @@ from typing import Any
 
 import yaml
 
+from forgetting.behaviour.rules import load_rules
 from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
 from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
+from forgetting.cost.pricing import profiles_from_config
+from forgetting.deletion.policy import PolicyContext
 from forgetting.errors import ConfigError, UserError
 from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
 from forgetting.naming import parse_configuration_name
+from forgetting.policies import build_policies
+from forgetting.tasks import load_task_ids
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
@@ -79,8 +84,6 @@ def _as_list(value: Any) -> list[str] | None:
 
 
 def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
-    from forgetting.deletion.policy import PolicyContext  # late: the deletion package imports the grid
-
     section = cfg["configurations"]
     context = PolicyContext.from_config(cfg, root)
     names = section["names"]
@@ -109,8 +112,6 @@ def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> 
             timing=filt.get("timing"),
         )
     if section.get("policies"):
-        from forgetting.policies import build_policies  # late: policies import the grid
-
         chosen.extend(build_policies(section["policies"], key="configurations.policies", context=context))
     seen: set[str] = set()
     for d in chosen:
@@ -175,8 +176,6 @@ def load_study(
 
 def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> Study:
     """Build a :class:`Study` from an already-parsed config (the Snakefile's ``config``)."""
-    from forgetting.tasks import load_task_ids  # late: tasks import this module
-
     cfg = validate_schema(data, source)
     configurations = _select_configurations(cfg, Path(root))
     only = _as_list(cfg.get("only"))
@@ -214,8 +213,6 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
 
     label_rules = cfg["analysis"].get("label_rules")  # optional: the packaged table
     if label_rules:  # a bad table stops the study now, not at its analysis stage
-        from forgetting.behaviour.rules import load_rules
-
         rules_path = Path(label_rules) if Path(label_rules).is_absolute() else root / label_rules
         try:
             load_rules(rules_path)
@@ -223,8 +220,6 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
             raise ConfigError(f"{source}: analysis.label_rules: {exc}") from None
 
     # the price sheets too: a bad price stops the study before any job, not at its analysis
-    from forgetting.cost.pricing import profiles_from_config  # late: pricing imports this module
-
     try:
         profiles_from_config(cfg["pricing"], root)
     except ConfigError as exc:

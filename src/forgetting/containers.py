@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting import config_schema
+from forgetting.atomic import write_json
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError, ResourceError
 from forgetting.seeds import text_hex
@@ -165,8 +166,7 @@ def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,
     The marker lists each image's path and size; it is written atomically after the last pull,
     so a chunk interrupted half-way is pulled again (its finished images are reused).
     """
-    from forgetting.atomic import write_json
-    from forgetting.evaluation.apptainer import pull_images
+    from forgetting.evaluation.apptainer import pull_images  # swebench: a pull job's, not the Snakefile's
 
     chunks = {c.name: c for c in pull_chunks(study)}
     if chunk_name not in chunks:

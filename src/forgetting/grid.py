@@ -23,6 +23,8 @@ AMOUNTS: dict[str, tuple[int, ...]] = {"turn": TURN_AMOUNTS, "token": TOKEN_AMOU
 #: retention delay ``keep_last`` of the paper's two timings
 TIMINGS: dict[str, int] = {"delayed": 2, "immediate": 0}
 BASELINE = "baseline"
+#: the parts of a turn deletion rewrites (never the preamble or an action)
+PARTS: tuple[str, ...] = ("reasoning", "tool_output")
 #: the parts of a turn a scope deletes
 SCOPE_PARTS: dict[str, tuple[str, ...]] = {
     "reasoning": ("reasoning",),

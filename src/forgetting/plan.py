@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from forgetting.atomic import atomic_path
 from forgetting.config import Study
 from forgetting.grid import Deletion
+from forgetting.schemas import PLAN_SCHEMA, write_table
 from forgetting.seeds import derive_seed, text_hex
 
 
@@ -152,11 +156,6 @@ def summarize(study: Study, runs: Sequence[Run] | None = None) -> PlanSummary:
 
 def write_run_table(study: Study, path: str | Path) -> None:
     """The run table as Parquet (schema :data:`forgetting.schemas.PLAN_SCHEMA`), written atomically."""
-    import pyarrow as pa
-
-    from forgetting.atomic import atomic_path
-    from forgetting.schemas import PLAN_SCHEMA, write_table
-
     runs = plan_runs(study)
     batch_of = {r.run_id: b.key for b in plan_batches(study, runs) for r in b.runs}
     rows = [{**r.identity(), "batch": batch_of[r.run_id]} for r in runs]

@@ -19,8 +19,10 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from forgetting.atomic import atomic_path
 from forgetting.errors import RunOutputError
 
 #: the schema metadata field that holds a dataset's key columns (comma-separated)
@@ -205,8 +207,6 @@ def write_dataset(
 ) -> None:
     """Cast to the declared schema (failing loudly on a mismatch), check its key and write
     atomically; ``metadata`` adds key–value pairs to the file's schema metadata."""
-    from forgetting.atomic import atomic_path
-
     table = conform(table, schema, str(path))
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
@@ -232,7 +232,6 @@ def key_problem(table: pa.Table, key: tuple[str, ...]) -> str | None:
     counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
     if counts.num_rows == table.num_rows:
         return None
-    import pyarrow.compute as pc
 
     dups = counts.filter(pc.greater(counts.column("count_all"), 1))
     # the example: the first key of the file that repeats (the error path only)

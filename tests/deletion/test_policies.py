@@ -15,8 +15,9 @@ from forgetting.deletion import Reducer, reduce_history
 from forgetting.deletion.batch_policy import batch_frontier
 from forgetting.deletion.files import action_files, command_files, same_file
 from forgetting.deletion.gate_policy import CacheAwareGate, Prices, committed_after, estimate, remaining_calls
-from forgetting.deletion.policy import HistoryView, PolicyContext, make_policy
+from forgetting.deletion.policy import HistoryView, PolicyContext
 from forgetting.deletion.random_policy import turn_selected
+from forgetting.deletion.registry import make_policy
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
 from forgetting.messages import Action, actions, segment
 from forgetting.naming import parse_configuration_name

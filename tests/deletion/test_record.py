@@ -18,12 +18,12 @@ from forgetting import tokenizer
 from forgetting.behaviour import label_run, load_deletions
 from forgetting.calllog import CallLogWriter, read_call_log
 from forgetting.cost import cost_run, load_profiles
-from forgetting.deletion import DEFAULT_PLACEHOLDERS, PartDeletion, Reducer
+from forgetting.deletion import DEFAULT_PLACEHOLDERS, Reducer
 from forgetting.deletion.policy import PolicyContext
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.messages import segment
 from forgetting.naming import parse_configuration_name
-from forgetting.records import write_run_record
+from forgetting.records import PartDeletion, write_run_record
 from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 from forgetting_testkit.trajectories import run_record
 

@@ -13,6 +13,7 @@ import argparse
 from typing import Any
 
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
@@ -28,7 +29,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.collect import collect
-    from forgetting.layout import Layout
 
     study = study_from_args(args)
     log = Layout(study.results_dir).results / "logs" / "collect.log"

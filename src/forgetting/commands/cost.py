@@ -11,8 +11,12 @@ says how many were read.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from forgetting.atomic import atomic_path
+from forgetting.errors import UserError
 
 _ROW_COLUMNS = (
     ("call", "call"),
@@ -110,8 +114,6 @@ def _print_rows(table: Any) -> None:
 
 def _write(table: Any, out: Path) -> None:
     from forgetting import schemas
-    from forgetting.atomic import atomic_path
-    from forgetting.errors import UserError
 
     suffix = out.suffix.lower()
     if suffix == ".parquet":
@@ -127,8 +129,6 @@ def _write(table: Any, out: Path) -> None:
 
 def torn_refusal(exc: Any, what: str) -> Any:
     """The error for a torn call log, with the way to go on anyway."""
-    from forgetting.errors import UserError
-
     return UserError(f"{exc}; rerun the run, or give --allow-torn to {what} the {exc.calls} calls before it")
 
 
@@ -137,13 +137,10 @@ def torn_warning(path: Any, line: int, calls: int, what: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     import pyarrow as pa
 
     from forgetting.calllog import TornCallLog
     from forgetting.cost import cost_run, load_profiles
-    from forgetting.errors import UserError
 
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".parquet", ".csv"):

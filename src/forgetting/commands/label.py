@@ -11,8 +11,12 @@ the deletions of the calls before it and says how many were read.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from forgetting.atomic import atomic_path
+from forgetting.errors import UserError
 
 _SHOWN = (
     "turn",
@@ -66,8 +70,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _write(table: Any, out: Path) -> None:
-    from forgetting.atomic import atomic_path
-    from forgetting.errors import UserError
     from forgetting.schemas import TOOL_CALLS_SCHEMA, write_dataset
 
     if out.suffix == ".parquet":
@@ -99,14 +101,11 @@ def _print_rows(table: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     import pyarrow as pa
 
     from forgetting.behaviour import label_run
     from forgetting.calllog import TornCallLog
     from forgetting.commands.cost import torn_refusal, torn_warning
-    from forgetting.errors import UserError
     from forgetting.records import find_runs
 
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):

@@ -13,7 +13,11 @@ the study's ``agent.mini-text.config_file``). Prints its URL, then serves until 
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 from typing import Any
+
+from forgetting.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -51,7 +55,7 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
 
 def agent_actions(agent: str, study: Any | None) -> Any:
     """The agent's action pattern, from the study's agent settings when a study is given."""
-    from forgetting.runner.execute import action_syntax
+    from forgetting.agents import action_syntax
     from forgetting.runner.settings import RunnerSettings
 
     files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
@@ -59,9 +63,6 @@ def agent_actions(agent: str, study: Any | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
     from forgetting.config import load_study
     from forgetting.proxy import ProxySettings, start_proxy
 
@@ -69,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
     deletion = resolve_deletion(args.deletion, study)
     settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
     if not 0 <= args.port <= 65535:
-        from forgetting.errors import UserError
-
         raise UserError(f"--port {args.port}: must be in 0..65535")
     actions = agent_actions(args.agent, study)
     handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id, actions=actions,

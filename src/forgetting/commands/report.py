@@ -13,9 +13,12 @@ report of the same files: ``snakemake analysis --allowed-rules stats tables figu
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.errors import UserError
+from forgetting.layout import Layout
 
 STEPS = ("stats", "tables", "figures")
 
@@ -47,11 +50,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
-    from forgetting.errors import UserError
     from forgetting.figures import write_figures
-    from forgetting.layout import Layout
     from forgetting.stats.run import write_stats
     from forgetting.tables import TABLES, render_table, write_tables
 

@@ -14,6 +14,8 @@ import argparse
 from typing import Any
 
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.errors import UserError
+from forgetting.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
@@ -28,8 +30,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.errors import UserError
-    from forgetting.layout import Layout
     from forgetting.plan import parse_run_id, plan_runs
     from forgetting.runner import run_one
 

@@ -35,7 +35,7 @@ import yaml
 
 from forgetting import config_schema
 from forgetting.config_schema import PROJECT_ROOT
-from forgetting.errors import ResourceError
+from forgetting.errors import ConfigError, ResourceError
 
 #: where the price sheets of a checkout live
 #: ``pricing.dir``'s default, in this checkout
@@ -221,8 +221,6 @@ def profiles_from_config(
     """The profiles and the primary name of a study config's ``pricing`` section, or part of
     one (checked, its defaults filled; ``dir`` resolved against ``root``, default the project
     root); the primary is computed even when ``profiles`` omits it."""
-    from forgetting.errors import ConfigError
-
     section = config_schema.section("pricing", section)
     directory = Path(section["dir"])
     if not directory.is_absolute():

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from forgetting.deletion.names import numbered
-from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite, register
+from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite
 from forgetting.deletion.random_policy import (
     RANDOM_KEYS,
     RandomDeletion,
@@ -41,7 +41,6 @@ def batch_frontier(n_turns: int, keep_last: int, every: int) -> int:
     return eligible - eligible % every
 
 
-@register
 class BatchedDeletion(RandomDeletion):
     name = "batch"
     name_scheme = "batch{k}-{retention}-{granularity}-{scope}-{amount}"

@@ -41,9 +41,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from forgetting.cost.pricing import load_profiles
 from forgetting.deletion.names import numbered
 from forgetting.deletion.parts import text_slots
-from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite, register
+from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite
 from forgetting.deletion.random_policy import (
     RANDOM_KEYS,
     RandomDeletion,
@@ -151,7 +152,6 @@ class _Sizes:
         ]
 
 
-@register
 class CacheAwareGate(RandomDeletion):
     name = "gate"
     name_scheme = "gate[{H}]-{retention}-{granularity}-{scope}-{amount}"
@@ -224,8 +224,6 @@ class CacheAwareGate(RandomDeletion):
 
     @classmethod
     def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
-        from forgetting.cost.pricing import load_profiles
-
         context = context or PolicyContext.from_config()
         check_keys(entry, (*RANDOM_KEYS, "horizon", "pricing"), key, cls.name)
         horizon = integer(entry, "horizon", key, 1) if entry.get("horizon") is not None else None

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from forgetting.deletion.names import numbered, timing_of
-from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
 from forgetting.deletion.random_policy import check_keys, integer
 from forgetting.errors import ConfigError
 from forgetting.grid import Deletion
@@ -26,7 +26,6 @@ DEFAULT_MASK_PLACEHOLDER = "[{lines} lines of old tool output omitted]"
 _KEYS = ("name", "policy", "keep_last", "placeholder")
 
 
-@register
 class ObservationMasking(Policy):
     name = "mask"
     name_scheme = "mask{M}"

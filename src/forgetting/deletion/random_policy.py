@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from forgetting.deletion import draws
+from forgetting.deletion.draws import unit
 from forgetting.deletion.names import (
     parse_retention,
     parse_selection,
@@ -31,7 +31,7 @@ from forgetting.deletion.names import (
     selection_words,
     timing_of,
 )
-from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
 from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion
@@ -41,7 +41,7 @@ RANDOM_KEYS = ("name", "policy", "scope", "granularity", "amount", "keep_last", 
 
 def turn_selected(seed: int, turn: int, amount: float) -> bool:
     """Whether turn-level deletion at ``amount`` percent selects ``turn`` in this run."""
-    return draws.unit(seed, "turn", turn) < float(amount) / 100.0
+    return unit(seed, "turn", turn) < float(amount) / 100.0
 
 
 def turn_rewrites(deletion: Deletion, seed: int, turn: int) -> tuple[Rewrite, ...]:
@@ -131,7 +131,6 @@ def retention_label(keep_last: int) -> str:
     return timing if timing is not None else f"keep {keep_last}"
 
 
-@register
 class RandomDeletion(Policy):
     name = "random"
     name_scheme = "{retention}-{granularity}-{scope}-{amount}"

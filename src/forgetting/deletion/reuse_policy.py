@@ -27,7 +27,7 @@ from typing import Any
 
 from forgetting.deletion.files import action_files, touches
 from forgetting.deletion.names import numbered, parse_retention, retention_word, timing_of
-from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
 from forgetting.deletion.random_policy import check_keys, integer, keep_last_of, retention_label
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
@@ -71,7 +71,6 @@ def turn_files(view: HistoryView, turn: int) -> frozenset[str]:
     return out
 
 
-@register
 class ReuseAware(Policy):
     name = "reuse"
     name_scheme = "reuse{N}-{retention}"

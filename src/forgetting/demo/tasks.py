@@ -22,6 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from forgetting.errors import ResourceError, UserError
 
 #: ``demo__<project>-<number>``
@@ -187,8 +189,6 @@ def _check_solution(data: Any, path: Path) -> None:
 
 def load_solution(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
     """A demo task's ``solution.yaml``, parsed and checked (see ``resources/demo/README.md``)."""
-    import yaml
-
     path, text = _task_file(tasks_dir, instance_id, "solution.yaml", "missing (every demo task needs one)")
     try:
         data = yaml.safe_load(text)

@@ -26,8 +26,9 @@ from forgetting.errors import ResourceError, UserError
 from forgetting.evaluation.backends import Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import require_harness_fields, spec_for, verdict_from_log
+from forgetting.evaluation.instances import load_instances
 from forgetting.evaluation.scripts import apply_and_eval_script
-from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
+from forgetting.evaluation.settings import ApptainerSettings, EvalSettings, sif_path
 
 #: where the run's evaluation directory (patch, scripts, log) appears inside the container
 MOUNT = "/forgetting"
@@ -47,10 +48,6 @@ def image_of(instance: Mapping[str, Any]) -> str:
 def image_uri(instance: Mapping[str, Any]) -> str:
     image = image_of(instance)
     return image if "://" in image else f"docker://{image}"
-
-
-def sif_path(image_dir: Path, instance_id: str) -> Path:
-    return Path(image_dir) / f"{instance_id}.sif"
 
 
 def pull_command(instance: Mapping[str, Any], target: Path, settings: ApptainerSettings) -> list[str]:
@@ -122,8 +119,6 @@ def pull_images(
     study: Study, ids: Iterable[str] | None = None, *, progress: Callable[[str], None] | None = None
 ) -> list[Path]:
     """Pull the SIF image of every task of ``study`` (or of ``ids``) not pulled yet."""
-    from forgetting.evaluation.instances import load_instances
-
     settings = EvalSettings.from_study(study)
     require_executable(settings.apptainer)
     paths = []
@@ -139,6 +134,10 @@ class ApptainerBackend:
 
     def __init__(self, settings: EvalSettings) -> None:
         self.settings = settings
+
+    @classmethod
+    def for_study(cls, settings: EvalSettings, study: Study) -> ApptainerBackend:
+        return cls(settings)
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_executable(self.settings.apptainer)

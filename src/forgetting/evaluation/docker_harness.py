@@ -29,6 +29,7 @@ from swebench.harness.constants import (
 )
 
 from forgetting.atomic import write_text
+from forgetting.config import Study
 from forgetting.errors import UserError
 from forgetting.evaluation.backends import Outcome
 from forgetting.evaluation.execute import run_logged
@@ -177,6 +178,10 @@ class DockerBackend:
 
     def __init__(self, settings: EvalSettings) -> None:
         self.settings = settings
+
+    @classmethod
+    def for_study(cls, settings: EvalSettings, study: Study) -> DockerBackend:
+        return cls(settings)
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_harness_fields(instances, backend="docker")

@@ -51,6 +51,7 @@ from forgetting.layout import Layout
 from forgetting.naming import SCOPE_LABELS
 from forgetting.stagelog import StageLog
 from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_ORDER, agent_label
+from forgetting.tables import load_stats_tables
 from forgetting.tables.build import StatsTables
 from forgetting.tables.format import is_missing
 
@@ -365,8 +366,6 @@ def write_figures(
 ) -> list[Path]:
     """Every figure of :data:`FIGURES` as PDF and PNG (or the ``outputs`` named ``{figure}.{fmt}``)."""
     import matplotlib
-
-    from forgetting.tables import load_stats_tables
 
     if outputs is None:
         wanted = [p for f in figure_paths(Layout(study.results_dir).figures).values() for p in f.values()]

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from forgetting.config import Study
-from forgetting.errors import RunOutputError
+from forgetting.errors import RunOutputError, UserError
 from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset, read_metadata
@@ -134,8 +134,6 @@ def write_tables(
 
 def render_table(study: Study, name: str, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None) -> str:
     """One table as Markdown, built from the study's statistics (for printing)."""
-    from forgetting.errors import UserError
-
     if name not in BUILDERS:
         raise UserError(f"--print: {name!r} is not a table of this pipeline; choose from: {', '.join(TABLES)}")
     return to_markdown(BUILDERS[name](load_stats_tables(study, inputs)))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from forgetting import __version__, chat_format, tokenizer
+from forgetting.agents import action_syntax
 from forgetting.atomic import replace_dir
 from forgetting.calllog import CallLogWriter
 from forgetting.config import Study
@@ -34,7 +35,6 @@ from forgetting.messages import ActionSyntax
 from forgetting.model_server import served_name_of
 from forgetting.plan import Run
 from forgetting.records import SYNTHETIC_BACKEND, RunRecord, write_run_record
-from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
 from forgetting.seeds import derive_seed, unit
 from forgetting_testkit.synth.agent import Sight, SyntheticAgent, profile_of
