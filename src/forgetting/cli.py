@@ -1,7 +1,9 @@
 """The ``forgetting`` command line: one subcommand per stage of the pipeline.
 
 Each subcommand lives in :mod:`forgetting.commands` as a module with ``add_parser(sub)``
-and ``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
+and ``run(args) -> int``. A command module imports at its top only what ``--help`` needs (the
+standard library and a few light modules: errors, atomic, layout, its shared arguments) and the
+pipeline inside ``run``, so ``--help`` stays fast (tests/test_imports.py).
 A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2.
 """
 
