@@ -83,6 +83,18 @@ def _as_list(value: Any) -> list[str] | None:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _only(items: list[str], cfg: Mapping[str, Any], key: str, source: str, what: str) -> list[str]:
+    """``items`` narrowed to the config's ``key`` (``only_agents``, ``only_tasks``): each name
+    it lists must be one of them, else a ConfigError saying it is not ``what``."""
+    only = _as_list(cfg.get(key))
+    if not only:
+        return items
+    for name in only:
+        if name not in items:
+            raise ConfigError(f"{source}: {key}: {name!r} is not {what}")
+    return [x for x in items if x in only]
+
+
 def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
     section = cfg["configurations"]
     context = PolicyContext.from_config(cfg, root)
@@ -195,21 +207,9 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         raise ConfigError(f"{source}: configurations: the selection is empty")
 
     agents = list(cfg["agents"])
-    only_agents = _as_list(cfg.get("only_agents"))
-    if only_agents:
-        for a in only_agents:
-            if a not in agents:
-                raise ConfigError(f"{source}: only_agents: {a!r} is not an agent of this study ({', '.join(agents)})")
-        agents = [a for a in agents if a in only_agents]
-
+    agents = _only(agents, cfg, "only_agents", source, f"an agent of this study ({', '.join(agents)})")
     root = Path(root)
-    tasks = load_task_ids(cfg, root=root, source=source)
-    only_tasks = _as_list(cfg.get("only_tasks"))
-    if only_tasks:
-        for t in only_tasks:
-            if t not in tasks:
-                raise ConfigError(f"{source}: only_tasks: {t!r} is not a task of this study")
-        tasks = [t for t in tasks if t in only_tasks]
+    tasks = _only(load_task_ids(cfg, root=root, source=source), cfg, "only_tasks", source, "a task of this study")
 
     label_rules = cfg["analysis"].get("label_rules")  # optional: the packaged table
     if label_rules:  # a bad table stops the study now, not at its analysis stage

@@ -65,6 +65,12 @@ class Deletion:
         """The turn parts this configuration may delete (``reasoning``, ``tool_output``)."""
         return SCOPE_PARTS[self.scope] if self.scope else ()
 
+    def columns(self) -> dict[str, Any]:
+        """The configuration's columns in the datasets and statistics, in their order
+        (:data:`forgetting.schemas.CONFIGURATION_COLUMNS`)."""
+        return {"policy": self.policy, "scope": self.scope, "granularity": self.granularity, "amount": self.amount,
+                "timing": self.timing, "keep_last": self.keep_last}
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -43,21 +43,8 @@ class Run:
 
     def identity(self) -> dict[str, Any]:
         """The run's identity columns (:data:`forgetting.schemas.RUN_IDENTITY`)."""
-        d = self.deletion
-        return {
-            "run_id": self.run_id,
-            "agent": self.agent,
-            "configuration": d.name,
-            "task": self.task,
-            "repeat": self.repeat,
-            "seed": self.seed,
-            "policy": d.policy,
-            "scope": d.scope,
-            "granularity": d.granularity,
-            "amount": d.amount,
-            "timing": d.timing,
-            "keep_last": d.keep_last,
-        }
+        return {"run_id": self.run_id, "agent": self.agent, "configuration": self.deletion.name, "task": self.task,
+                "repeat": self.repeat, "seed": self.seed, **self.deletion.columns()}
 
 
 def run_id(agent: str, configuration: str, task: str, repeat: int) -> str:

@@ -42,20 +42,20 @@ def key_of(schema: pa.Schema) -> tuple[str, ...]:
     raw = (schema.metadata or {}).get(KEY_FIELD)
     return tuple(raw.decode().split(",")) if raw else ()
 
-#: the columns that identify a run and its deletion configuration (:meth:`forgetting.plan.Run.identity`)
-RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()),
-    ("agent", pa.string()),
-    ("configuration", pa.string()),
-    ("task", pa.string()),
-    ("repeat", pa.int32()),
-    ("seed", pa.int64()),
+#: the columns of a deletion configuration (:meth:`forgetting.grid.Deletion.columns`)
+CONFIGURATION_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("policy", pa.string()),
     ("scope", pa.string()),
     ("granularity", pa.string()),
     ("amount", pa.float64()),
     ("timing", pa.string()),
     ("keep_last", pa.int32()),
+]
+#: the columns that identify a run and its deletion configuration (:meth:`forgetting.plan.Run.identity`)
+RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()), ("agent", pa.string()), ("configuration", pa.string()), ("task", pa.string()),
+    ("repeat", pa.int32()), ("seed", pa.int64()),
+    *CONFIGURATION_COLUMNS,
 ]
 
 PLAN_SCHEMA = keyed(pa.schema([*RUN_IDENTITY, ("batch", pa.string())]), "run_id")

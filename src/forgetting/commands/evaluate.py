@@ -18,18 +18,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import parse_overrides
 from forgetting.errors import UserError
 from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "evaluate",
-        help="evaluate a run's patch (SWE-bench grading)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "evaluate", help="evaluate a run's patch (SWE-bench grading)", doc=__doc__)
     p.add_argument(
         "run_dir", nargs="?", help="a run directory (results/runs/AGENT/CONFIGURATION/TASK/REPEAT)"
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.atomic import atomic_path
+from forgetting.commands.common import add_allow_torn, torn_refusal, torn_warning
 from forgetting.errors import UserError
 
 _SHOWN = (
@@ -61,11 +62,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--rules", help="a label-rules table to use instead of the packaged one")
     p.add_argument("--call-log", help="a proxy call log (calls.jsonl) for a bare trajectory file")
-    p.add_argument(
-        "--allow-torn",
-        action="store_true",
-        help="use the calls before a torn last line of a call log instead of stopping (says how many)",
-    )
+    add_allow_torn(p, "use")
     p.set_defaults(func=run)
 
 
@@ -105,7 +102,6 @@ def run(args: argparse.Namespace) -> int:
 
     from forgetting.behaviour import label_run
     from forgetting.calllog import TornCallLog
-    from forgetting.commands.cost import torn_refusal, torn_warning
     from forgetting.records import find_runs
 
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
@@ -118,14 +114,8 @@ def run(args: argparse.Namespace) -> int:
     for item in inputs:
         try:
             result = label_run(
-                item,
-                agent=args.agent,
-                threshold=args.threshold,
-                looping_window=args.looping_window,
-                turn_cap=args.turn_cap,
-                rules=args.rules,
-                call_log=args.call_log,
-                allow_torn=args.allow_torn,
+                item, agent=args.agent, threshold=args.threshold, looping_window=args.looping_window,
+                turn_cap=args.turn_cap, rules=args.rules, call_log=args.call_log, allow_torn=args.allow_torn,
             )
         except TornCallLog as exc:
             raise torn_refusal(exc, "label with the deletions of") from None

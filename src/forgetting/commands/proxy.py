@@ -17,12 +17,12 @@ import signal
 import threading
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("proxy", help="run the deletion proxy in front of an OpenAI-compatible server",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "proxy", help="run the deletion proxy in front of an OpenAI-compatible server", doc=__doc__)
     p.add_argument("--upstream", required=True, help="the model server's base URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--deletion", required=True, metavar="NAME",
                    help="configuration name, e.g. delayed-turn-tool_output-50, or baseline")

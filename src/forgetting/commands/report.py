@@ -16,6 +16,7 @@ import argparse
 import time
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
 from forgetting.errors import UserError
 from forgetting.layout import Layout
@@ -24,12 +25,7 @@ STEPS = ("stats", "tables", "figures")
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "report",
-        help="regenerate statistics, tables and figures from the datasets",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "report", help="regenerate statistics, tables and figures from the datasets", doc=__doc__)
     add_study_arguments(p)
     p.add_argument(
         "--only",

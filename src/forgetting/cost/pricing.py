@@ -154,19 +154,10 @@ def parse_profile(data: Any, path: Path, name: str | None = None) -> PricingProf
     if not isinstance(description, str):
         raise _fail(path, "description must be a string")
     return PricingProfile(
-        name=name or path.stem,
-        input=p_in,
-        cached_input=_price(path, prices, "cached_input"),
-        output=_price(path, prices, "output"),
-        cache_write=p_write,
-        min_prefix=min_prefix,
-        increment=increment,
-        recompute_last_token=recompute,
-        ttl_s=ttl,
-        capacity_tokens=capacity,
-        currency=currency,
-        description=description.strip(),
-        source=str(path),
+        name=name or path.stem, input=p_in, cached_input=_price(path, prices, "cached_input"),
+        output=_price(path, prices, "output"), cache_write=p_write, min_prefix=min_prefix, increment=increment,
+        recompute_last_token=recompute, ttl_s=ttl, capacity_tokens=capacity, currency=currency,
+        description=description.strip(), source=str(path),
     )
 
 

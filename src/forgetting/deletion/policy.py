@@ -27,11 +27,12 @@ the scheme is in :mod:`forgetting.deletion.names`); then add one line to
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from forgetting import config_schema, tokenizer
+from forgetting.deletion.names import timing_of
 from forgetting.deletion.parts import Editable, decompose
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
@@ -60,6 +61,13 @@ class PolicyContext:
         if not directory.is_absolute():
             directory = (root or config_schema.PROJECT_ROOT) / directory
         return cls(turn_cap=int(agent["turn_cap"]), pricing_dir=directory, pricing_primary=str(pricing["primary"]))
+
+
+def whole_tool_outputs(policy: str, keep_last: int, amount: float | None, **params: Any) -> Deletion:
+    """A configuration that replaces whole tool outputs (turn level) before the last
+    ``keep_last`` turns; ``amount``: the share of them, None where the policy decides which."""
+    return Deletion(name="", policy=policy, scope="tool_output", granularity="turn", amount=amount,
+                    keep_last=keep_last, timing=timing_of(keep_last), params=params)
 
 
 class PolicyError(RuntimeError):
@@ -198,6 +206,11 @@ class Policy:
     def canonical_name(cls, deletion: Deletion) -> str:
         """The configuration's stable readable name (the policy's naming scheme)."""
         return deletion.name
+
+    @classmethod
+    def named(cls, deletion: Deletion, entry: Mapping[str, Any]) -> Deletion:
+        """``deletion`` under its config entry's ``name``, else its :meth:`canonical_name`."""
+        return replace(deletion, name=str(entry.get("name") or cls.canonical_name(deletion)))
 
     @classmethod
     def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:

@@ -20,7 +20,6 @@ decisions, names) serve the policies built on this one (``batch``, ``gate``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from forgetting.deletion.draws import unit
@@ -29,6 +28,7 @@ from forgetting.deletion.names import (
     parse_selection,
     retention_word,
     selection_words,
+    split_numbered,
     timing_of,
 )
 from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
@@ -155,7 +155,7 @@ class RandomDeletion(Policy):
     def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
         check_keys(entry, RANDOM_KEYS, key, cls.name)
         d = Deletion(name="", policy=cls.name, **random_fields(entry, key))
-        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+        return cls.named(d, entry)
 
     @classmethod
     def canonical_name(cls, deletion: Deletion) -> str:
@@ -172,3 +172,19 @@ class RandomDeletion(Policy):
     @classmethod
     def label(cls, entry: Mapping[str, Any]) -> str:
         return retention_label(int(entry.get("keep_last", 0)))
+
+    @classmethod
+    def numbered_entry(
+        cls, name: str, key: str, *, optional: bool = False
+    ) -> tuple[int | None, dict[str, Any]] | None:
+        """A name ``{policy}{n}-{retention}-{granularity}-{scope}-{amount}`` of a policy that adds
+        a number to the paper's words (batch, gate): that number and the entry the words stand
+        for; None when the name is not of this policy; ConfigError when it is a malformed one."""
+        parsed = split_numbered(name, cls.name, optional=optional)
+        if parsed is None:
+            return None
+        n, words = parsed
+        entry = random_entry(words, name, key) if len(words) == 4 else None
+        if entry is None:
+            raise ConfigError(f"{key}: {name!r} is not a {cls.name} name; expected {cls.name_scheme}")
+        return n, entry

@@ -11,7 +11,6 @@ The output is graded by swebench's parser for the instance.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -21,9 +20,10 @@ from typing import Any
 
 from swebench.image_builder.constants import CONTAINER_WORKDIR
 
+from forgetting.atomic import atomic_output
 from forgetting.config import Study
 from forgetting.errors import ResourceError, UserError
-from forgetting.evaluation.backends import Outcome
+from forgetting.evaluation.backends import ConfiguredBySettings, Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import require_harness_fields, spec_for, verdict_from_log
 from forgetting.evaluation.instances import load_instances
@@ -91,27 +91,20 @@ def pull_image(instance: Mapping[str, Any], image_dir: Path, settings: Apptainer
     sif = sif_path(image_dir, str(instance["instance_id"]))
     if sif.is_file():
         return sif
-    sif.parent.mkdir(parents=True, exist_ok=True)
-    partial = sif.with_name(f".{sif.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    try:
-        proc = subprocess.run(
-            pull_command(instance, partial, settings),
-            capture_output=True,
-            text=True,
-            timeout=settings.pull_timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        partial.unlink(missing_ok=True)
-        raise ResourceError(
-            f"apptainer pull {image_uri(instance)}: not done after {settings.pull_timeout_s} s "
-            "(evaluation.apptainer.pull_timeout_s)"
-        ) from None
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
-        raise ResourceError(f"apptainer pull {image_uri(instance)} failed (exit {proc.returncode}): {last}")
-    os.replace(partial, sif)
+    with atomic_output(sif) as partial:
+        try:
+            proc = subprocess.run(
+                pull_command(instance, partial, settings), capture_output=True, text=True,
+                timeout=settings.pull_timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise ResourceError(
+                f"apptainer pull {image_uri(instance)}: not done after {settings.pull_timeout_s} s "
+                "(evaluation.apptainer.pull_timeout_s)"
+            ) from None
+        if proc.returncode != 0 or not partial.is_file():
+            last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
+            raise ResourceError(f"apptainer pull {image_uri(instance)} failed (exit {proc.returncode}): {last}")
     return sif
 
 
@@ -129,15 +122,8 @@ def pull_images(
     return paths
 
 
-class ApptainerBackend:
+class ApptainerBackend(ConfiguredBySettings):
     name = "apptainer"
-
-    def __init__(self, settings: EvalSettings) -> None:
-        self.settings = settings
-
-    @classmethod
-    def for_study(cls, settings: EvalSettings, study: Study) -> ApptainerBackend:
-        return cls(settings)
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_executable(self.settings.apptainer)

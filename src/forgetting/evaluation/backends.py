@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from forgetting.config import Study
 from forgetting.errors import ConfigError
@@ -58,6 +58,17 @@ class Backend(Protocol):
     def evaluate(self, instance: Mapping[str, Any], patch: str, *, work_dir: Path, label: str) -> Outcome:
         """Evaluate a non-empty ``patch`` on ``instance``. ``work_dir`` is empty and is kept
         (scripts, patch, test log); ``label`` names the evaluation (the run id)."""
+
+
+class ConfiguredBySettings:
+    """The part of a backend configured by the evaluation settings alone (docker, apptainer)."""
+
+    def __init__(self, settings: EvalSettings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def for_study(cls, settings: EvalSettings, study: Study) -> Self:
+        return cls(settings)
 
 
 def make_backend(settings: EvalSettings, study: Study) -> Backend:

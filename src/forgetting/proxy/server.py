@@ -332,14 +332,7 @@ def start_proxy(
     ``port=0`` picks a free port (see ``.url``). Appending to an existing log of the same run
     resumes it (a torn last line is cut off first)."""
     settings = settings or ProxySettings.from_config()
-    up = Upstream(
-        upstream,
-        retries=settings.retries,
-        backoff_s=settings.backoff_s,
-        backoff_max_s=settings.backoff_max_s,
-        timeout_s=settings.timeout_s,
-        connect_timeout_s=settings.connect_timeout_s,
-    )
+    up = Upstream(upstream, **settings.upstream_options())
     log_path = Path(log_dir) / FILENAME
     header = {
         "run_id": run_id,

@@ -34,22 +34,12 @@ _HINT = "rerun this run"
 
 
 class PlannedRun(Protocol):
-    """A run of the plan (:class:`forgetting.plan.Run`) as far as its record needs it."""
+    """A run of the plan (:class:`forgetting.plan.Run`): its identity columns and its deletion."""
 
     @property
-    def run_id(self) -> str: ...
-    @property
-    def agent(self) -> str: ...
-    @property
-    def configuration(self) -> str: ...
-    @property
-    def task(self) -> str: ...
-    @property
-    def repeat(self) -> int: ...
-    @property
-    def seed(self) -> int: ...
-    @property
     def deletion(self) -> Deletion: ...
+
+    def identity(self) -> dict[str, Any]: ...
 
 
 def is_finished(run_dir: Path) -> bool:
@@ -91,7 +81,8 @@ class RunRecord:
     def for_run(cls, run: PlannedRun, **outcome: Any) -> RunRecord:
         """The record of a planned run: its identity from the plan, every other field (status
         … versions) given by name."""
-        identity = {k: getattr(run, k) for k in ("run_id", "agent", "configuration", "task", "repeat", "seed")}
+        columns = run.identity()
+        identity = {k: columns[k] for k in ("run_id", "agent", "configuration", "task", "repeat", "seed")}
         return cls(**identity, deletion=run.deletion, **outcome)
 
     def to_dict(self) -> dict[str, Any]:

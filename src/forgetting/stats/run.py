@@ -18,7 +18,7 @@ from forgetting.config import Study
 from forgetting.errors import RunOutputError
 from forgetting.evaluation.redo import config_files_of, redo_command
 from forgetting.faults import checkpoint
-from forgetting.layout import Layout
+from forgetting.layout import Files, Layout
 from forgetting.plan import plan_runs
 from forgetting.schemas import DATASETS, read_dataset, write_dataset
 from forgetting.stagelog import StageLog
@@ -109,7 +109,7 @@ def _paths(
 
 def write_stats(
     study: Study,
-    inputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
+    inputs: Files | None = None,
     outputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
     log: str | os.PathLike[str] | None = None,
     *,
