@@ -284,15 +284,7 @@ def _eval_report(run: Run, world: Any, patch: str, status: str, rng: np.random.G
             tests["PASS_TO_PASS"] = {"success": p2p[broken:], "failure": p2p[:broken]}
             resolution = "RESOLVED_PARTIAL" if k < len(f2p) else "RESOLVED_NO"
     return EvalReport(
-        instance_id=run.task,
-        backend=EVAL_BACKEND,
-        status=status,
-        resolved=status == "resolved",
-        patch_sha256=patch_digest(patch),
-        patch_applied=applied,
-        tests=tests,
-        resolution=resolution,
-        tests_parsed=applied,
-        note=EVAL_NOTE,
-        run_id=run.run_id,
+        instance_id=run.task, backend=EVAL_BACKEND, status=status, resolved=status == "resolved",
+        patch_sha256=patch_digest(patch), patch_applied=applied, tests=tests, resolution=resolution,
+        tests_parsed=applied, note=EVAL_NOTE, run_id=run.run_id,
     )
