@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -117,17 +116,13 @@ def test_build_command_exactly():
 
 @pytest.fixture
 def fake_apptainer(tmp_path, monkeypatch):
-    exe = tmp_path / "bin" / "apptainer"
-    exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    exe.chmod(0o755)
+    exe = fakes.install(FAKE, tmp_path / "bin" / "apptainer")
     calls = tmp_path / "calls.jsonl"
     monkeypatch.setenv("FAKE_APPTAINER_CALLS", str(calls))
     return exe, calls
 
 
-def calls_of(path: Path) -> list[list[str]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+calls_of = fakes.apptainer_calls
 
 
 def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_path):

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.model_server import ModelServerError, server_for, serving, vllm_command
+from forgetting.config_schema import schema_at
+from forgetting.model_server import BACKENDS, ModelServerError, backend_of, server_for, serving, vllm_command
 from forgetting_testkit import fakes
+from forgetting_testkit.checkout import SRC
 
 FAKE = str(fakes.VLLM)
 MODEL = {
@@ -27,6 +29,17 @@ MODEL = {
 
 def fake_model(**vllm):
     return {**MODEL, "vllm": {**MODEL["vllm"], **vllm}}
+
+
+def test_the_backends_are_what_the_schema_allows_each_a_class_by_its_dotted_path():
+    assert list(BACKENDS) == schema_at("model.backend")["enum"]
+    for name in BACKENDS:
+        backend = backend_of({"backend": name})
+        assert all(callable(getattr(backend, m)) for m in ("command", "startup_timeout_s", "env"))
+    assert backend_of({"backend": "scripted"}).env()["PYTHONPATH"].split(os.pathsep)[0] == str(SRC)
+    with pytest.raises(ModelServerError, match=r"^model.backend: unknown backend 'tgi'; allowed values: vllm, "
+                                               r"scripted$"):
+        backend_of({"backend": "tgi"})
 
 
 def test_vllm_command_line_has_the_study_settings():
@@ -71,8 +84,8 @@ def test_the_server_in_its_container_sees_the_jobs_gpu(tmp_path, monkeypatch, pa
     from forgetting_testkit.sif import write_sif
 
     bin_dir = tmp_path / "bin"
-    fakes.install(fakes.APPTAINER, bin_dir, "apptainer")
-    fakes.install(fakes.VLLM, bin_dir, "vllm")
+    fakes.install(fakes.APPTAINER, bin_dir / "apptainer")
+    fakes.install(fakes.VLLM, bin_dir / "vllm")
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
     # under --cleanenv the double's own variable needs the APPTAINERENV_ prefix too

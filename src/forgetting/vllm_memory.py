@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.errors import ResourceError
+from forgetting.gpu_time import THROUGHPUT, max_model_len, run_cost
 
 GIB = 1 << 30
 #: vLLM's default KV-cache block size on CUDA (tokens); a sequence takes whole blocks
@@ -237,7 +238,6 @@ def prefix_cache_line(b: Budget) -> tuple[bool, str]:
 
 def budget_for(study: Any, total_bytes: int, model_dir: Path) -> Budget:
     """The budget of ``study`` on a GPU of ``total_bytes``, the model read from ``model_dir``."""
-    from forgetting.gpu_time import THROUGHPUT, max_model_len, run_cost
 
     vllm = study.section("model")["vllm"]
     shape = ModelShape.from_config(model_dir / "config.json")

@@ -41,8 +41,8 @@ def site(tmp_path, monkeypatch):
     """A GPU node as the test doubles make it: apptainer, nvidia-smi (one 144 GB-class GPU),
     the study's images of this host's architecture, the model's config and weights index."""
     bin_dir = tmp_path / "bin"
-    fakes.install(fakes.APPTAINER, bin_dir, "apptainer")
-    fakes.install(fakes.NVIDIA_SMI, bin_dir, "nvidia-smi")
+    fakes.install(fakes.APPTAINER, bin_dir / "apptainer")
+    fakes.install(fakes.NVIDIA_SMI, bin_dir / "nvidia-smi")
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_NVIDIA_SMI_GPUS", "NVIDIA GH200 144G HBM3e:140000")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
@@ -213,7 +213,7 @@ def test_the_workflows_job_writes_its_output_only_when_everything_passed(site, t
 
 
 def test_serve_starts_the_model_server_and_asks_it(site, tmp_path, monkeypatch):
-    fakes.install(fakes.VLLM, tmp_path / "bin", "vllm")
+    fakes.install(fakes.VLLM, tmp_path / "bin" / "vllm")
     monkeypatch.setenv("APPTAINERENV_FAKE_VLLM_KV_TOKENS", "652064")  # through --cleanenv, as vLLM's log line
     proc = preflight(site, "--partition", "gpu", "--serve")
     assert proc.returncode == 0, proc.stdout + proc.stderr

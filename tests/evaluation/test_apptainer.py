@@ -152,10 +152,7 @@ def row(tmp_path_factory):
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """Settings whose apptainer is the test double; returns (settings, calls file)."""
-    exe = tmp_path / "bin" / "apptainer"
-    exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    exe.chmod(0o755)
+    exe = fakes.install(FAKE, tmp_path / "bin" / "apptainer")
     calls = tmp_path / "calls.jsonl"
     testbed = tmp_path / "testbed"
     evaltask.build_repo(testbed)
@@ -168,8 +165,7 @@ def fake(tmp_path, monkeypatch):
     return settings, calls
 
 
-def calls_of(path: Path) -> list[list[str]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+calls_of = fakes.apptainer_calls
 
 
 def test_backend_pulls_once_runs_the_rows_eval_script_and_grades(row, fake, tmp_path):

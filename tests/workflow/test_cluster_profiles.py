@@ -129,37 +129,9 @@ def test_full_study_needs_at_most_200_submissions(tmp_path):
     assert subs.total <= 200
 
 
-SYNTHETIC = """\
-[Mon Jan  1 00:00:00 2026]
-rule run_batch:
-    output: a
-    jobid: 3
-
-[Mon Jan  1 00:00:00 2026]
-localrule plan:
-    output: p
-[Mon Jan  1 00:00:00 2026] Group job post (jobs in lexicogr. order):
-
-    [Mon Jan  1 00:00:00 2026]
-    rule analyze_batch:
-        output: x
-
-    [Mon Jan  1 00:00:00 2026]
-    rule evaluate_batch:
-        output: y
-
-    [Mon Jan  1 00:00:00 2026]
-    rule evaluate_batch:
-        output: z
-Group job post (jobs in lexicogr. order):
-    rule evaluate_batch:
-[Mon Jan  1 00:00:00 2026]
-rule collect:
-    output: c
-[Mon Jan  1 00:00:00 2026]
-rule all:
-    input: c
-"""
+#: a dry run's job list as Snakemake prints it: ungrouped jobs, a local rule, group jobs (their
+#: members indented or not)
+SYNTHETIC = (ROOT / "tests" / "data" / "dry_run_jobs.txt").read_text()
 
 
 def test_parse_dry_run_counts_group_jobs_and_ungrouped_jobs():

@@ -11,7 +11,6 @@ in one ``apptainer exec`` what the harness runs in its container: apply the patc
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -21,13 +20,15 @@ from typing import Any
 
 from swebench.image_builder.constants import CONTAINER_WORKDIR
 
+from forgetting.atomic import atomic_output
 from forgetting.config import Study
 from forgetting.errors import ResourceError, UserError
-from forgetting.evaluation.backends import Outcome
+from forgetting.evaluation.backends import ConfiguredBySettings, Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import require_harness_fields, spec_for, verdict_from_log
+from forgetting.evaluation.instances import load_instances
 from forgetting.evaluation.scripts import apply_and_eval_script
-from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
+from forgetting.evaluation.settings import ApptainerSettings, EvalSettings, sif_path
 from forgetting.instance_images import InstanceImages
 from forgetting.sif import read_sif
 
@@ -41,10 +42,6 @@ def image_uri(instance: Mapping[str, Any], images: InstanceImages) -> str:
     5.x row's own ``image`` names the published x86_64 image and is not used: the same rows serve
     a site whose images are built for arm64."""
     return images.uri(str(instance["instance_id"]))
-
-
-def sif_path(image_dir: Path, instance_id: str) -> Path:
-    return Path(image_dir) / f"{instance_id}.sif"
 
 
 def pull_command(instance: Mapping[str, Any], target: Path, settings: ApptainerSettings,
@@ -106,39 +103,27 @@ def pull_image(instance: Mapping[str, Any], image_dir: Path, settings: Apptainer
     if sif.is_file():
         check_arch(sif, images)
         return sif
-    sif.parent.mkdir(parents=True, exist_ok=True)
-    partial = sif.with_name(f".{sif.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    try:
-        proc = subprocess.run(
-            pull_command(instance, partial, settings, images),
-            capture_output=True,
-            text=True,
-            timeout=settings.pull_timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        partial.unlink(missing_ok=True)
-        raise ResourceError(
-            f"apptainer pull {image_uri(instance, images)}: not done after {settings.pull_timeout_s} s "
-            "(evaluation.apptainer.pull_timeout_s)"
-        ) from None
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
-        raise ResourceError(f"apptainer pull {image_uri(instance, images)} failed (exit {proc.returncode}): {last}")
-    try:
+    with atomic_output(sif) as partial:
+        try:
+            proc = subprocess.run(
+                pull_command(instance, partial, settings, images), capture_output=True, text=True,
+                timeout=settings.pull_timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise ResourceError(
+                f"apptainer pull {image_uri(instance, images)}: not done after {settings.pull_timeout_s} s "
+                "(evaluation.apptainer.pull_timeout_s)"
+            ) from None
+        if proc.returncode != 0 or not partial.is_file():
+            last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
+            raise ResourceError(f"apptainer pull {image_uri(instance, images)} failed (exit {proc.returncode}): {last}")
         found = read_sif(partial).arch
-    except ResourceError:
-        partial.unlink(missing_ok=True)
-        raise
-    if found != images.goarch:
-        partial.unlink(missing_ok=True)
-        raise ResourceError(
-            f"apptainer pull {image_uri(instance, images)}: the registry's image is built for {found}, not "
-            f"{images.goarch} (evaluation.instance_images.architecture: {images.architecture}); push images of "
-            "that architecture and name their registry in evaluation.instance_images.namespace"
-        )
-    os.replace(partial, sif)
+        if found != images.goarch:
+            raise ResourceError(
+                f"apptainer pull {image_uri(instance, images)}: the registry's image is built for {found}, not "
+                f"{images.goarch} (evaluation.instance_images.architecture: {images.architecture}); push images of "
+                "that architecture and name their registry in evaluation.instance_images.namespace"
+            )
     return sif
 
 
@@ -146,8 +131,6 @@ def pull_images(
     study: Study, ids: Iterable[str] | None = None, *, progress: Callable[[str], None] | None = None
 ) -> list[Path]:
     """Pull the SIF image of every task of ``study`` (or of ``ids``) not pulled yet."""
-    from forgetting.evaluation.instances import load_instances
-
     settings = EvalSettings.from_study(study)
     require_executable(settings.apptainer)
     paths = []
@@ -158,11 +141,8 @@ def pull_images(
     return paths
 
 
-class ApptainerBackend:
+class ApptainerBackend(ConfiguredBySettings):
     name = "apptainer"
-
-    def __init__(self, settings: EvalSettings) -> None:
-        self.settings = settings
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_executable(self.settings.apptainer)

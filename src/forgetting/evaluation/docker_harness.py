@@ -30,10 +30,9 @@ from swebench.harness.constants import (
 
 from forgetting.atomic import write_text
 from forgetting.errors import UserError
-from forgetting.evaluation.backends import Outcome
+from forgetting.evaluation.backends import ConfiguredBySettings, Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import Grade, grade_log, require_harness_fields, spec_for
-from forgetting.evaluation.settings import EvalSettings
 
 HARNESS_MODULE = "swebench.harness.run_evaluation"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -172,11 +171,8 @@ def collect(
     )
 
 
-class DockerBackend:
+class DockerBackend(ConfiguredBySettings):
     name = "docker"
-
-    def __init__(self, settings: EvalSettings) -> None:
-        self.settings = settings
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_harness_fields(instances, backend="docker")

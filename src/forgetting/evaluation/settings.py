@@ -14,8 +14,11 @@ from forgetting import config_schema
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.instance_images import InstanceImages
 
-#: the backends ``evaluation.backend`` may name (the schema's list)
-BACKENDS: tuple[str, ...] = tuple(config_schema.schema_at("evaluation.backend")["enum"])
+
+def sif_path(image_dir: Path, instance_id: str) -> Path:
+    """Where an instance's SIF image lives in ``evaluation.image_dir`` (the evaluation pulls
+    it there; the runner's workspaces run the agents in it)."""
+    return Path(image_dir) / f"{instance_id}.sif"
 
 
 @dataclass(frozen=True)

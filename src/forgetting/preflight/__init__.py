@@ -27,10 +27,23 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from forgetting.atomic import write_text
 from forgetting.config import Study
 from forgetting.containers import expand_path, runs_need_instance_images
 from forgetting.errors import UserError
-from forgetting.preflight.checks import BINFMT_DIR, GIB, Check
+from forgetting.evaluation.settings import EvalSettings
+from forgetting.preflight import checks as c
+from forgetting.preflight.checks import BINFMT_DIR, GIB, Check, check_conda_envs
+from forgetting.runner.settings import RunnerSettings
+from forgetting.seeds import text_hex
+from forgetting.vllm_memory import (
+    ModelShape,
+    budget_for,
+    find_model_dir,
+    kv_budget_line,
+    prefix_cache_line,
+    weights_bytes,
+)
 
 PARTITIONS: tuple[str, ...] = ("gpu", "cpu")
 BUILD_HINT = "build it with `snakemake --profile profiles/slurm images`"
@@ -54,7 +67,6 @@ def partitions_of(study: Study) -> list[str]:
 
 def target_key(study: Study) -> str:
     """A hash of what the node checks depend on: a changed setting gets a fresh preflight job."""
-    from forgetting.seeds import text_hex
 
     keys = ("model", "agent", "execution", "evaluation", "containers", "dataset")
     data = {k: study.raw.get(k) for k in keys} | {"tasks": sorted(study.tasks), "agents": list(study.agents)}
@@ -66,9 +78,6 @@ def _image(study: Study, value: str | None, key: str) -> Path | None:
 
 
 def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
-    from forgetting.evaluation.settings import EvalSettings
-    from forgetting.preflight import checks as c
-    from forgetting.vllm_memory import budget_for, find_model_dir, kv_budget_line, prefix_cache_line
 
     model, agent = study.section("model"), study.section("agent")
     vllm = model["vllm"]
@@ -99,7 +108,6 @@ def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
                          "the weights (docs/cluster.md, Site setup) or set model.vllm.model_dir"))
     else:
         try:
-            from forgetting.vllm_memory import ModelShape, weights_bytes
 
             shape, weights = ModelShape.from_config(model_dir / "config.json"), weights_bytes(model_dir)
             sizes = (f"{shape.layers} layers × {shape.kv_heads} KV heads × head_dim {shape.head_dim} ({shape.dtype}), "
@@ -116,7 +124,6 @@ def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
             out.append(Check("prefix cache", *prefix_cache_line(budget)))
     mini = [a for a in study.agents if a in ("mini", "mini-text")]
     if mini and runs_need_instance_images(study):
-        from forgetting.runner.settings import RunnerSettings
 
         settings = RunnerSettings.from_study(study)
         out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, sif_sizes))
@@ -126,8 +133,6 @@ def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
 
 
 def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
-    from forgetting.evaluation.settings import EvalSettings
-    from forgetting.preflight import checks as c
 
     evaluation = EvalSettings.from_study(study)
     return [
@@ -139,7 +144,6 @@ def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
 def node_checks(study: Study, partitions: Sequence[str], *, environ: Mapping[str, str] | None = None,
                 binfmt_dir: Path = BINFMT_DIR, conda_dir: Path | None = None) -> list[Check]:
     """The checks of this node for the jobs of ``partitions`` (a check two partitions share once)."""
-    from forgetting.preflight.checks import check_conda_envs
 
     env = dict(os.environ) if environ is None else dict(environ)
     out: list[Check] = []
@@ -154,7 +158,6 @@ def node_checks(study: Study, partitions: Sequence[str], *, environ: Mapping[str
 def run_in_job(study: Study, partition: str, *, out: str | os.PathLike[str], log: str | os.PathLike[str]) -> None:
     """The workflow's preflight job on one partition: the lines go to ``log``; ``out`` is written
     (atomically) only when every check passed, so a failed preflight stops the jobs after it."""
-    from forgetting.atomic import write_text
 
     checks = node_checks(study, [partition])
     text = "".join(ch.line() + "\n" for ch in checks)

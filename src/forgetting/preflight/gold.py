@@ -15,6 +15,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from forgetting.config import Study
+from forgetting.errors import UserError
+from forgetting.evaluation.backends import make_backend
+from forgetting.evaluation.evaluate import evaluate_patch
+from forgetting.evaluation.instances import load_instances
+from forgetting.evaluation.settings import EvalSettings
 from forgetting.preflight.checks import Check
 
 #: a patch that changes no code: the tests run on the repository as the task found it
@@ -29,11 +34,6 @@ NULL_PATCH = (
 
 
 def gold_checks(study: Study) -> list[Check]:
-    from forgetting.errors import UserError
-    from forgetting.evaluation.backends import make_backend
-    from forgetting.evaluation.evaluate import evaluate_patch
-    from forgetting.evaluation.instances import load_instances
-    from forgetting.evaluation.settings import EvalSettings
 
     settings = EvalSettings.from_study(study)
     try:

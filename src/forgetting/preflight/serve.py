@@ -11,7 +11,11 @@ import urllib.request
 from typing import Any
 
 from forgetting.config import Study
+from forgetting.gpu_time import THROUGHPUT, max_model_len, run_cost
+from forgetting.model_server import ModelServerError, served_name_of, serving
 from forgetting.preflight.checks import Check
+from forgetting.runner.batch import model_section
+from forgetting.runner.settings import RunnerSettings
 
 #: vLLM's log line once the KV cache is allocated (vllm/v1/core/kv_cache_utils.py)
 KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
@@ -26,10 +30,6 @@ def _json(url: str, body: dict[str, Any] | None = None) -> Any:
 
 
 def serve_checks(study: Study) -> list[Check]:
-    from forgetting.gpu_time import THROUGHPUT, max_model_len, run_cost
-    from forgetting.model_server import ModelServerError, served_name_of, serving
-    from forgetting.runner.batch import model_section
-    from forgetting.runner.settings import RunnerSettings
 
     settings = RunnerSettings.from_study(study)
     model = model_section(study, settings)

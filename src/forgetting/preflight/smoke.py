@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 
+from forgetting.analysis import analyze_batch
 from forgetting.config import Study, study_from_mapping
 from forgetting.errors import UserError
+from forgetting.evaluation import evaluate_batch
 from forgetting.layout import Layout
+from forgetting.plan import plan_batches
 from forgetting.preflight.checks import Check
+from forgetting.runner import run_batch
 
 ANALYSIS_OUTPUTS = ("summary", "calls", "tool_calls", "run_costs", "timings")
 
@@ -25,10 +29,6 @@ def smoke_study(study: Study) -> Study:
 
 
 def smoke_checks(study: Study) -> list[Check]:
-    from forgetting.analysis import analyze_batch
-    from forgetting.evaluation import evaluate_batch
-    from forgetting.plan import plan_batches
-    from forgetting.runner import run_batch
 
     smoke = smoke_study(study)
     shutil.rmtree(smoke.results_dir, ignore_errors=True)

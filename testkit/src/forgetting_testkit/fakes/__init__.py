@@ -5,6 +5,8 @@ OpenAI-style model server (in process or as a script), ``vllm serve`` and Trae a
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -15,12 +17,15 @@ TRAE_CLI = HERE / "trae_cli.py"
 VLLM = HERE / "vllm.py"
 
 
-def install(script: Path, bin_dir: Path, name: str) -> Path:
-    """``bin_dir/name``: a shell wrapper that runs ``script`` with this interpreter."""
-    import sys
+def install(double: Path, path: Path) -> Path:
+    """An executable at ``path`` (its directory made) that runs the test double ``double`` with
+    this interpreter, as the binary it stands for would be run."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{double}" "$@"\n')
+    path.chmod(0o755)
+    return path
 
-    bin_dir.mkdir(parents=True, exist_ok=True)
-    exe = bin_dir / name
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    exe.chmod(0o755)
-    return exe
+
+def apptainer_calls(path: Path) -> list[list[str]]:
+    """The argument lists the fake ``apptainer`` recorded in ``path`` (``FAKE_APPTAINER_CALLS``)."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
