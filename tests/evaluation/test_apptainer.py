@@ -226,7 +226,7 @@ def test_a_pulled_image_of_another_architecture_is_an_error(row, fake, tmp_path,
         pull_image(row, tmp_path / "wrong", settings.apptainer, images)
     assert list((tmp_path / "wrong").iterdir()) == []
     old = write_sif(tmp_path / "old" / "demo__calc-1.sif", "amd64")
-    with pytest.raises(ResourceError, match=r"demo__calc-1.sif: the image is built for amd64, but "
-                                            r"evaluation.instance_images.architecture is arm64"):
+    with pytest.raises(ResourceError, match=r"demo__calc-1.sif: the image is built for amd64, not arm64 "
+                                            r"\(evaluation.instance_images.architecture: arm64\)"):
         pull_image(row, old.parent, settings.apptainer, images)
     assert old.is_file()  # the user's file is left alone; the message says what to do

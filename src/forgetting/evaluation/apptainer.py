@@ -53,15 +53,23 @@ def pull_command(instance: Mapping[str, Any], target: Path, settings: ApptainerS
             image_uri(instance, images)]
 
 
-def check_arch(sif: Path, images: InstanceImages) -> None:
-    """The SIF's architecture (its header) is the configured one, else a ResourceError that says what to do."""
+def check_arch(sif: Path, images: InstanceImages, *, source: str | None = None) -> None:
+    """The SIF's architecture (its header) is the configured one, else a ResourceError that says
+    what to do: for a file in the image directory, remove it or set its architecture; for an image
+    just pulled from ``source``, push images of the configured architecture."""
     found = read_sif(sif).arch
-    if found != images.goarch:
+    if found == images.goarch:
+        return
+    configured = f"evaluation.instance_images.architecture: {images.architecture}"
+    if source is None:
         raise ResourceError(
-            f"{sif}: the image is built for {found}, but evaluation.instance_images.architecture is "
-            f"{images.architecture} ({images.goarch}); remove it to pull the {images.architecture} image, "
-            "or set the architecture it has (docs/cluster.md, Architecture)"
+            f"{sif}: the image is built for {found}, not {images.goarch} ({configured}); remove it to pull "
+            f"the {images.architecture} image, or set the architecture it has (docs/cluster.md, Architecture)"
         )
+    raise ResourceError(
+        f"apptainer pull {source}: the registry's image is built for {found}, not {images.goarch} ({configured}); "
+        "push images of that architecture and name their registry in evaluation.instance_images.namespace"
+    )
 
 
 def exec_command(sif: Path, work_dir: Path, settings: ApptainerSettings) -> list[str]:
@@ -117,13 +125,7 @@ def pull_image(instance: Mapping[str, Any], image_dir: Path, settings: Apptainer
         if proc.returncode != 0 or not partial.is_file():
             last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
             raise ResourceError(f"apptainer pull {image_uri(instance, images)} failed (exit {proc.returncode}): {last}")
-        found = read_sif(partial).arch
-        if found != images.goarch:
-            raise ResourceError(
-                f"apptainer pull {image_uri(instance, images)}: the registry's image is built for {found}, not "
-                f"{images.goarch} (evaluation.instance_images.architecture: {images.architecture}); push images of "
-                "that architecture and name their registry in evaluation.instance_images.namespace"
-            )
+        check_arch(partial, images, source=image_uri(instance, images))
     return sif
 
 
