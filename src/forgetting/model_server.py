@@ -1,32 +1,36 @@
-"""Model servers a batch of runs talks to: vLLM on a GPU node, the scripted stand-in, or an
-endpoint that already runs.
+"""Model servers a batch of runs talks to: vLLM on a GPU node, the demo's scripted stand-in,
+or an endpoint that already runs.
 
 A batch job starts one server, waits until it answers, runs its share of runs against it
 (each through its own deletion proxy), then shuts it down — on success and on failure —
 and keeps the server's log next to the batch. One server per batch, not per run: a vLLM
 start costs minutes of GPU time (docs/cluster.md has the arithmetic).
 
-The backends (``model.backend``) are :data:`BACKENDS`, a plain mapping of names to the
-classes that serve them (dotted paths, imported when used). Each class offers
-``serving(model, *, log_path, seed, timeout_s, scratch)``, a context manager that yields a
-served model — ``base_url``, ``startup_s``, ``access`` (the API key and shared limits the
-runs' proxies use; None), ``model_backend`` (what ``run.json`` records), ``describe()``
-(what ``versions.model`` adds), ``ready_line()`` and ``trouble(check_health)`` (why it can
-no longer serve, None while it can) — and stops what it started when the block ends.
-
 ``vllm``: ``vllm serve MODEL`` with the study's context length, automatic prefix caching and
 ``--enable-prompt-tokens-details`` (so responses report cached prompt tokens), optionally
 inside an Apptainer image (``apptainer exec --nv IMAGE vllm serve …``).
-``scripted``: ``python -m forgetting scripted-model`` — a deterministic stand-in for the LLM.
+``scripted``: ``python -m forgetting scripted-model`` — the demo's deterministic stand-in for
+the LLM (:mod:`forgetting.demo.scripted.launch`).
 ``endpoint``: nothing started; the server at ``model.endpoint`` is checked
 (:mod:`forgetting.endpoint`).
+
+A backend is found by name in :data:`BACKENDS`; adding one is a class and one line there (and
+its name in the schema's ``model.backend`` list). Most start a process: a
+:class:`ServerBackend` (the command line that serves the study's ``model`` section, how long
+it may take to come up, the environment it needs), which :func:`serving` starts as a
+:class:`ModelServer`. One that starts nothing (``endpoint``) is a :class:`ServingBackend`: its
+own ``serving`` context manager. Either way the ``with`` block gets a served model —
+``base_url``, ``startup_s``, ``access`` (the API key and the limits the runs' proxies share;
+None), ``model_backend`` (what ``run.json`` records), ``describe()`` (what ``versions.model``
+adds), ``ready_line()`` and ``trouble(check_health)`` (why it can no longer serve, None while
+it can).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
-import json
 import os
 import shlex
 import signal
@@ -36,23 +40,44 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
 from forgetting import config_schema
 from forgetting.errors import UserError
 
-#: seconds the scripted stand-in may take to answer its health check (it starts in about one)
-SCRIPTED_STARTUP_TIMEOUT_S = 1800.0
-
-#: the model backends: ``model.backend`` → the class that serves it (module:Class)
+#: ``model.backend`` → ``module:Class`` of its :class:`ServerBackend`, imported on first use
 BACKENDS: dict[str, str] = {
-    "vllm": "forgetting.model_server:VllmServer",
-    "scripted": "forgetting.model_server:ScriptedServer",
+    "vllm": "forgetting.model_server:VllmBackend",
+    "scripted": "forgetting.demo.scripted.launch:ScriptedBackend",
     "endpoint": "forgetting.endpoint.backend:EndpointBackend",
 }
+
+
+class ServerBackend(Protocol):
+    """How a batch starts one kind of model server."""
+
+    def command(self, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        """The command line that serves the study's ``model`` section on ``host:port``."""
+
+    def startup_timeout_s(self, model: Mapping[str, Any]) -> float:
+        """How long the server may take to answer its health check."""
+
+    def env(self) -> dict[str, str]:
+        """What the server's environment needs on top of this process's."""
+
+
+@runtime_checkable
+class ServingBackend(Protocol):
+    """A backend that starts no process of the batch's: it yields what it serves itself."""
+
+    def serving(
+        self, model: Mapping[str, Any], *, log_path: Path, seed: int, timeout_s: float | None,
+        scratch: Path | None, proxy_settings: Any, say: Callable[[str], None] | None,
+    ) -> contextlib.AbstractContextManager[Any]:
+        """The served model for the ``with`` block (see the module docstring)."""
 
 
 def served_name_of(model: Mapping[str, Any]) -> str:
@@ -70,44 +95,74 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def vllm_command(model: Mapping[str, Any], *, host: str, port: int) -> list[str]:
+def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
+                 environ: Mapping[str, str] | None = None) -> list[str]:
     """The ``vllm serve`` command line for the study's model section (or part of one: checked
     against the schema, its defaults filled; the ``model.vllm`` keys are in config/README.md).
-    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv``."""
+
+    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv --cleanenv``.
+    ``--cleanenv`` passes only ``TERM``, the proxy variables and ``APPTAINERENV_*`` into the
+    container (Apptainer's ``internal/pkg/util/env/create.go``), and ``--nv`` binds every
+    ``/dev/nvidia*`` device without looking at ``CUDA_VISIBLE_DEVICES``; so the GPU Slurm gave
+    the job (``CUDA_VISIBLE_DEVICES`` in ``environ``, default this process's environment) is
+    passed explicitly, ``--env CUDA_VISIBLE_DEVICES=…`` — else vLLM would take device 0, which
+    on a node without device cgroups is another job's GPU."""
     model = config_schema.section("model", model)
     v = model["vllm"]
+    env = os.environ if environ is None else environ
     cmd: list[str] = []
     image = v.get("apptainer_image")
     if image:
-        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv", str(image)]
+        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv"]
+        if env.get("CUDA_VISIBLE_DEVICES"):
+            cmd += ["--env", f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}"]
+        cmd += [str(image)]
     cmd += [str(v["executable"]), "serve", str(model["name"])]
     cmd += ["--host", host, "--port", str(port)]
     cmd += ["--served-model-name", served_name_of(model)]
-    cmd += ["--max-model-len", str(model["context_window"])]
+    cmd += ["--max-model-len", str(v.get("max_model_len") or model["context_window"])]
     cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v["tool_call_parser"])]
     cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
+    if v["kv_cache_dtype"] != "auto":
+        cmd += ["--kv-cache-dtype", str(v["kv_cache_dtype"])]
     for key, option in (("tensor_parallel_size", "--tensor-parallel-size"), ("max_num_seqs", "--max-num-seqs"),
                         ("seed", "--seed")):
-        if v.get(key) is not None:  # optional: vLLM's own default when left out
+        if v.get(key) is not None:  # optional: vLLM's own default when left out (max_num_seqs: the batch's)
             cmd += [option, str(v[key])]
     cmd += [str(a) for a in v["extra_args"]]
     return cmd
 
 
-def scripted_command(model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
-    """The scripted stand-in model's server command line: the ``model.scripted`` settings (as
-    JSON), the served name, and ``tasks`` (the demo tasks directory, which the batch adds)."""
-    s = dict(model["scripted"])
-    tasks = s.pop("tasks", None)
-    cmd = [sys.executable, "-m", "forgetting", "scripted-model", "--host", host, "--port", str(port)]
-    cmd += ["--seed", str(s.pop("seed", seed))]
-    if s:
-        cmd += ["--settings", json.dumps(s, sort_keys=True)]
-    cmd += ["--served-name", served_name_of(model)]
-    if tasks:
-        cmd += ["--tasks", str(tasks)]
-    return cmd
+class VllmBackend:
+    """``vllm serve`` (:func:`vllm_command`); its start-up limit is ``model.vllm.startup_timeout_s``."""
+
+    def command(self, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        return vllm_command(model, host=host, port=port)
+
+    def startup_timeout_s(self, model: Mapping[str, Any]) -> float:
+        return float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+
+def backend_of(model: Mapping[str, Any]) -> ServerBackend | ServingBackend:
+    """The backend ``model.backend`` names."""
+    name = model["backend"]
+    if name not in BACKENDS:
+        raise ModelServerError(f"model.backend: unknown backend {name!r}; allowed values: {', '.join(BACKENDS)}")
+    module, _, attr = BACKENDS[name].partition(":")
+    found: ServerBackend | ServingBackend = getattr(importlib.import_module(module), attr)()
+    return found
+
+
+def process_backend_of(model: Mapping[str, Any]) -> ServerBackend:
+    """The backend ``model.backend`` names, which must start a server process."""
+    backend = backend_of(model)
+    if isinstance(backend, ServingBackend):
+        raise ModelServerError(f"model.backend {model['backend']!r} starts no server process")
+    return backend
 
 
 def wait_healthy(
@@ -158,8 +213,6 @@ def _prctl() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
@@ -177,8 +230,8 @@ def die_with_parent() -> None:
 
 @dataclass
 class ModelServer:
-    """A running model server process (its own process group) and where it listens; the
-    base of the backends that start one (:class:`VllmServer`, :class:`ScriptedServer`)."""
+    """A running model server process (its own process group) and where it listens; what a
+    :class:`ServerBackend` serves (see the module docstring)."""
 
     command: list[str]
     base_url: str  # e.g. http://127.0.0.1:8000/v1
@@ -187,48 +240,11 @@ class ModelServer:
     process: subprocess.Popen[bytes] | None = None
     startup_s: float | None = None
     _log: TextIO | None = field(default=None, repr=False)
-    #: ``model.backend`` of the subclass
-    backend_name: ClassVar[str] = ""
+    #: ``model.backend`` it was started for (what ``run.json`` records)
+    backend_name: str = ""
     #: the runs' proxies need no key and share no limits in front of a server of their own
     access: ClassVar[None] = None
 
-    # -- what a backend class says -------------------------------------------------------
-    @classmethod
-    def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
-        raise NotImplementedError
-
-    @classmethod
-    def startup_timeout_s(cls, model: Mapping[str, Any]) -> float:
-        return SCRIPTED_STARTUP_TIMEOUT_S
-
-    @classmethod
-    def child_env(cls) -> dict[str, str] | None:
-        """Environment the server process gets on top of this one's."""
-        return None
-
-    @classmethod
-    @contextlib.contextmanager
-    def serving(
-        cls,
-        model: Mapping[str, Any],
-        *,
-        log_path: Path,
-        seed: int = 0,
-        timeout_s: float | None = None,
-        scratch: Path | None = None,
-        proxy_settings: Any = None,
-        say: Any = None,
-    ) -> Iterator[ModelServer]:
-        """Start the server, yield it while healthy, always shut it down."""
-        server = server_for(model, log_path=log_path, seed=seed)
-        server.start(timeout_s=timeout_s if timeout_s is not None else cls.startup_timeout_s(model),
-                     env=cls.child_env())
-        try:
-            yield server
-        finally:
-            server.stop()
-
-    # -- what the batch asks -------------------------------------------------------------
     @property
     def model_backend(self) -> str:
         return self.backend_name
@@ -296,56 +312,14 @@ class ModelServer:
         self.stop()
 
 
-class VllmServer(ModelServer):
-    """``vllm serve`` (:func:`vllm_command`), started by the batch on its GPU node."""
-
-    backend_name: ClassVar[str] = "vllm"
-
-    @classmethod
-    def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
-        return vllm_command(model, host=host, port=port)
-
-    @classmethod
-    def startup_timeout_s(cls, model: Mapping[str, Any]) -> float:
-        return float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
-
-
-class ScriptedServer(ModelServer):
-    """The scripted stand-in (:func:`scripted_command`), started by the batch."""
-
-    backend_name: ClassVar[str] = "scripted"
-
-    @classmethod
-    def command_for(cls, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
-        return scripted_command(model, host=host, port=port, seed=seed)
-
-    @classmethod
-    def child_env(cls) -> dict[str, str] | None:
-        return package_env()
-
-
-def backend_class(name: str) -> Any:
-    """The class serving ``model.backend`` ``name`` (:data:`BACKENDS`)."""
-    try:
-        target = BACKENDS[name]
-    except KeyError:
-        raise ModelServerError(f"model.backend: unknown backend {name!r}; allowed values: "
-                               f"{', '.join(BACKENDS)}") from None
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
 def server_for(
     model: Mapping[str, Any], *, log_path: Path, seed: int = 0, host: str = "127.0.0.1", port: int | None = None
 ) -> ModelServer:
-    """The (not yet started) server process for the study's ``model`` section."""
-    cls = backend_class(model["backend"])
-    if not (isinstance(cls, type) and issubclass(cls, ModelServer)):
-        raise ModelServerError(f"model.backend {model['backend']!r} starts no server process")
+    """The (not yet started) server for the study's ``model`` section."""
     port = port or free_port(host)
-    command: Sequence[str] = cls.command_for(model, host=host, port=port, seed=seed)
+    command = process_backend_of(model).command(model, host=host, port=port, seed=seed)
     base = f"http://{host}:{port}"
-    return cls(list(command), f"{base}/v1", f"{base}/health", log_path)
+    return ModelServer(command, f"{base}/v1", f"{base}/health", log_path, backend_name=str(model["backend"]))
 
 
 def package_env() -> dict[str, str]:
@@ -365,13 +339,24 @@ def serving(
     timeout_s: float | None = None,
     scratch: Path | None = None,
     proxy_settings: Any = None,
-    say: Any = None,
+    say: Callable[[str], None] | None = None,
 ) -> Iterator[Any]:
-    """The model of ``model.backend`` served for the ``with`` block (see the module docstring);
-    ``scratch``: a directory of the batch's, for what its runs share; ``proxy_settings``: the
-    runs' retry policy (:class:`forgetting.proxy.ProxySettings`), which a check of an endpoint
-    follows too; ``say``: where a backend reports a wait (one line at a time)."""
-    cls = backend_class(model["backend"])
-    with cls.serving(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
-                     proxy_settings=proxy_settings, say=say) as served:
-        yield served
+    """The model of ``model.backend`` served for the ``with`` block (see the module docstring):
+    a server process started, yielded while healthy and always shut down, or what a backend
+    that starts none yields. ``scratch``: a directory of the batch's, for what its runs share;
+    ``proxy_settings``: the runs' retry policy (:class:`forgetting.proxy.ProxySettings`), which
+    a check of an endpoint follows too; ``say``: where a backend reports a wait (one line at a
+    time)."""
+    backend = backend_of(model)
+    if isinstance(backend, ServingBackend):
+        with backend.serving(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
+                             proxy_settings=proxy_settings, say=say) as served:
+            yield served
+        return
+    startup = timeout_s if timeout_s is not None else backend.startup_timeout_s(model)
+    server = server_for(model, log_path=log_path, seed=seed)
+    server.start(timeout_s=startup, env=backend.env())
+    try:
+        yield server
+    finally:
+        server.stop()

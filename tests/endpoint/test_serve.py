@@ -115,7 +115,7 @@ def test_a_batch_notices_its_server_job_withdraw_the_address(tmp_path, monkeypat
     serve = subprocess.Popen([sys.executable, "-m", "forgetting", "serve", str(config), "--backend", "scripted",
                               "--host", "127.0.0.1"], cwd=ROOT, env=cli_env(), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
-    real = backend.EndpointBackend.trouble
+    real = backend.ServedEndpoint.trouble
 
     def the_job_ends_after_the_first_run(self, check_health):  # scancel while the batch goes on
         if (first / RUN_JSON).exists() and serve.poll() is None:
@@ -123,7 +123,7 @@ def test_a_batch_notices_its_server_job_withdraw_the_address(tmp_path, monkeypat
             serve.wait(timeout=30)
         return real(self, check_health)
 
-    monkeypatch.setattr(backend.EndpointBackend, "trouble", the_job_ends_after_the_first_run)
+    monkeypatch.setattr(backend.ServedEndpoint, "trouble", the_job_ends_after_the_first_run)
     try:
         with pytest.raises(UserError, match=r"2 of 3 runs did not finish.*the model server job withdrew or "
                                             r"replaced its address in "):

@@ -8,7 +8,8 @@ checks the endpoint once before its runs (:mod:`.health`) and while they go on, 
 each run's deletion proxy the key and the limits the batch's runs share
 (:mod:`forgetting.proxy.upstream`, :mod:`forgetting.proxy.shared_limits`).
 
-* :mod:`.settings` — ``model.endpoint`` checked and resolved (:class:`EndpointSettings`);
+* :mod:`forgetting.endpoint_settings` — ``model.endpoint`` checked and resolved
+  (:class:`EndpointSettings`; below the config, which checks it when a study is loaded);
 * :mod:`.address` — the address file a server job publishes and batch jobs wait for;
 * :mod:`.health` — ``GET /v1/models``: reachable, the key accepted, the model listed;
 * :mod:`.backend` — :class:`EndpointBackend`, the ``endpoint`` entry of

@@ -1,13 +1,14 @@
 """``model.backend: endpoint`` for a batch: nothing started, the endpoint checked.
 
 :meth:`EndpointBackend.serving` — the ``endpoint`` entry of
-:data:`forgetting.model_server.BACKENDS` — reads the API key from the variable
+:data:`forgetting.model_server.BACKENDS`, a :class:`~forgetting.model_server.ServingBackend` —
+reads the API key from the variable
 ``model.endpoint.api_key_env`` names, finds the endpoint (``base_url``, or the address file a
 ``forgetting serve`` job publishes, waited for), checks it once (:func:`.health.check_endpoint`)
-and yields it to the batch with the :class:`~forgetting.proxy.upstream.Access` its runs'
+and yields it to the batch (:class:`ServedEndpoint`) with the :class:`~forgetting.proxy.upstream.Access` its runs'
 proxies use: the key, and the limits the runs share (``max_concurrent_requests`` slots and the
 pause after a 429, in the batch's scratch directory). A failed check raises before any run is
-started. While the runs go on, :meth:`trouble` checks again when the batch asks (every 30 s,
+started. While the runs go on, :meth:`ServedEndpoint.trouble` checks again when the batch asks (every 30 s,
 and at once after a run met an infrastructure failure).
 
 What the runs are labelled (``run.json``'s ``model_backend``): ``endpoint``; or ``scripted``
@@ -26,10 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TextIO
 
+from forgetting.demo.scripted.model import FINGERPRINT
 from forgetting.endpoint.address import ServerAddress, read_address, wait_for_address
 from forgetting.endpoint.health import EndpointError, ModelEntry, check_endpoint
-from forgetting.endpoint.settings import EndpointSettings
+from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
+from forgetting.model_server import served_name_of
+from forgetting.proxy.settings import ProxySettings
 from forgetting.proxy.shared_limits import SharedLimits
 from forgetting.proxy.upstream import Access, Upstream
 
@@ -41,15 +45,29 @@ HEALTH_MAX_WAIT_S = 120.0
 ADDRESS_EVERY_S = 5.0
 
 
-def _stand_in_owner() -> str:
-    from forgetting.demo.scripted.model import FINGERPRINT
+class EndpointBackend:
+    """``model.backend: endpoint``: starts nothing, checks the endpoint (see the module docstring)."""
 
-    return FINGERPRINT
+    @contextlib.contextmanager
+    def serving(
+        self,
+        model: Mapping[str, Any],
+        *,
+        log_path: Path,
+        seed: int = 0,
+        timeout_s: float | None = None,
+        scratch: Path | None = None,
+        proxy_settings: Any = None,
+        say: Any = None,
+    ) -> Iterator[ServedEndpoint]:
+        with ServedEndpoint.checked(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
+                                    proxy_settings=proxy_settings, say=say) as served:
+            yield served
 
 
 @dataclass
-class EndpointBackend:
-    """An endpoint a batch's runs talk to (see the module docstring)."""
+class ServedEndpoint:
+    """An endpoint a batch's runs talk to, checked (see the module docstring)."""
 
     base_url: str
     served_name: str
@@ -65,7 +83,7 @@ class EndpointBackend:
 
     @classmethod
     @contextlib.contextmanager
-    def serving(
+    def checked(
         cls,
         model: Mapping[str, Any],
         *,
@@ -75,10 +93,8 @@ class EndpointBackend:
         scratch: Path | None = None,
         proxy_settings: Any = None,
         say: Any = None,
-    ) -> Iterator[EndpointBackend]:
-        from forgetting.model_server import served_name_of
-        from forgetting.proxy.settings import ProxySettings
-
+    ) -> Iterator[ServedEndpoint]:
+        """Find the endpoint, check it, yield it; a failed check raises (one line)."""
         t0 = time.monotonic()
         settings = EndpointSettings.from_model(model)
         policy = proxy_settings or ProxySettings.from_config()
@@ -132,7 +148,7 @@ class EndpointBackend:
     @property
     def stand_in(self) -> bool:
         """The endpoint serves the scripted stand-in (its model list says so)."""
-        return self.entry.owned_by == _stand_in_owner()
+        return self.entry.owned_by == FINGERPRINT
 
     @property
     def model_backend(self) -> str:

@@ -28,8 +28,9 @@ from typing import Any
 
 from forgetting.config import Study
 from forgetting.endpoint.address import ServerAddress, publish_address, withdraw_address
-from forgetting.endpoint.settings import EndpointSettings
+from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import ConfigError
+from forgetting.model_server import process_backend_of, served_name_of, server_for
 
 #: what ``forgetting serve --backend`` can start
 SERVABLE = ("vllm", "scripted")
@@ -76,16 +77,14 @@ def serve(
 ) -> int:
     """Serve the study's model until stopped (see the module docstring); return 0, or the
     server's exit status when it died."""
-    from forgetting.model_server import backend_class, served_name_of, server_for
-
     settings = EndpointSettings.from_model(study.section("model"), study.root)
     if settings.address_file is None:
         raise ConfigError("model.endpoint.address_file: not set; forgetting serve publishes its address there "
                           "(and the batches read it from there)")
     model = server_model(study, backend)
     env = key_env(settings) if backend == "vllm" else {}
-    cls = backend_class(backend)
-    extra_env = {**(cls.child_env() or {}), **env}
+    server_backend = process_backend_of(model)
+    extra_env = {**server_backend.env(), **env}
     address_file = settings.address_file
     log_path = log_path or address_file.parent / "model_server.log"
     stop = stop or threading.Event()
@@ -100,7 +99,7 @@ def serve(
             say(f"removed the address a previous server left in {address_file}")
         server = server_for(model, log_path=log_path, seed=study.seed, host=host, port=port or None)
         say(f"starting the {backend} model server (log: {log_path})")
-        server.start(timeout_s=cls.startup_timeout_s(model), env=extra_env)
+        server.start(timeout_s=server_backend.startup_timeout_s(model), env=extra_env)
         try:
             bound_port = int(server.base_url.rsplit(":", 1)[1].split("/", 1)[0])
             shown = advertise or advertised_host(host)

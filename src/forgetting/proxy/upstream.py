@@ -26,8 +26,10 @@ successful request clears it.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import email.utils
 import http.client
+import json
 import socket
 import threading
 import time
@@ -108,9 +110,7 @@ def retry_after_s(value: str | None, now: float) -> float | None:
         except (TypeError, ValueError, IndexError):
             return None
         if when.tzinfo is None:  # an HTTP date is GMT
-            import datetime as _dt
-
-            when = when.replace(tzinfo=_dt.UTC)
+            when = when.replace(tzinfo=datetime.UTC)
         return max(0.0, when.timestamp() - now)
     if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
         return None
@@ -119,8 +119,6 @@ def retry_after_s(value: str | None, now: float) -> float | None:
 
 def _short(body: bytes) -> str:
     """The gist of an error body: its OpenAI-style ``error.message``, else its first text."""
-    import json
-
     text = body.decode("utf-8", errors="replace").strip()
     try:
         data = json.loads(text)
@@ -192,15 +190,11 @@ class Upstream:
     ) -> None:
         self.scheme, self.host, self.port, self.path = base_url(url)
         self.url = f"{self.scheme}://{self.host}:{self.port}{self.path}"
-        self.retries = retries
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
-        self.jitter = jitter
-        self.max_wait_s = max_wait_s
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        # the retry policy: attempts after the first, the waits between them and their bounds
+        self.retries, self.backoff_s, self.backoff_max_s = retries, backoff_s, backoff_max_s
+        self.jitter, self.max_wait_s, self.jitter_seed = jitter, max_wait_s, jitter_seed
+        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s  # per attempt, per connection
         self.access = access or Access()
-        self.jitter_seed = jitter_seed
         self._key = self.access.api_key.encode() if self.access.api_key else None
         self._sleep = sleep
         self._clock = clock

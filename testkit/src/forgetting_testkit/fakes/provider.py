@@ -13,9 +13,10 @@ computes the same incrementally). With ``MIN_PREFIX = 1024`` and ``BLOCK = 128``
 * the cacheable length of ``n`` tokens is ``aligned(n) = 0`` if ``n < 1024``, else
   ``1024 + 128·⌊(n − 1024) / 128⌋`` — a prompt caches only whole 128-token blocks past a
   1,024-token minimum;
-* a request's prompt is the token ids of its messages and tools in the Qwen3-Coder chat
-  format, generation prompt included (:func:`forgetting.chat_format.prompt_token_ids`: what
-  the scripted stand-in counts as ``prompt_tokens``);
+* a request's prompt is the token ids of its messages and tools in the served model's chat
+  format, generation prompt included, as the upstream tokenizes them (vLLM's ``POST
+  /tokenize`` with the messages, which the scripted stand-in answers too: the ids it counts
+  as ``prompt_tokens``) — a provider caches what its model reads;
 * the cache is per API key and per run (``X-Forgetting-Run``; a request without it shares
   its key's cache with the others without it); it starts empty, holds only *prompts* (never
   a completion), never evicts, and is written by every request — answered or not, as soon as
@@ -354,12 +355,14 @@ class FakeProvider:
                     self._error(500, f"fake provider: unknown rule {rule.kind!r}", "server_error")
                 return True
 
-            def _forward(self, method: str, path: str, body: bytes | None) -> tuple[int, bytes]:
+            def _forward(self, method: str, path: str, body: bytes | None, *, root: bool = False) -> tuple[int, bytes]:
+                """``path`` of the upstream's API (``root``: of its server root, as vLLM's ``/tokenize``)."""
                 headers = {"Content-Type": "application/json"}
                 for name in (RUN_HEADER, SEED_HEADER):
                     if self.headers.get(name) is not None:
                         headers[name] = self.headers[name]
-                req = urllib.request.Request(fake.upstream + path, data=body, method=method, headers=headers)
+                base = fake.upstream.removesuffix("/v1") if root else fake.upstream
+                req = urllib.request.Request(base + path, data=body, method=method, headers=headers)
                 try:
                     with urllib.request.urlopen(req, timeout=fake.timeout_s) as resp:
                         return resp.status, resp.read()
@@ -368,6 +371,18 @@ class FakeProvider:
                 except OSError as exc:
                     message = {"error": {"message": f"fake provider: upstream failed: {exc}", "code": "upstream"}}
                     return 502, json.dumps(message).encode()
+
+            def _prompt_ids(self, request: dict[str, Any]) -> list[int] | None:
+                """The request's prompt as the upstream tokenizes it (None: answered with its error)."""
+                asked = {"model": request.get("model"), "messages": request.get("messages") or [],
+                         "add_generation_prompt": True}
+                if request.get("tools"):
+                    asked["tools"] = request["tools"]
+                status, body = self._forward("POST", "/tokenize", json.dumps(asked).encode(), root=True)
+                if status != 200:
+                    self._send(status, body)
+                    return None
+                return [int(t) for t in json.loads(body)["tokens"]]
 
             def do_GET(self) -> None:
                 path = self._path()
@@ -421,9 +436,9 @@ class FakeProvider:
             def _chat(self, raw: bytes, request: dict[str, Any]) -> None:
                 if self._misbehaved(fake._rule_for(chat=True), str(request.get("model"))):
                     return
-                from forgetting import chat_format
-
-                prompt = chat_format.prompt_token_ids(request.get("messages") or [], request.get("tools"))
+                prompt = self._prompt_ids(request)
+                if prompt is None:
+                    return
                 cached, created = fake.cached(fake.key, self.headers.get(RUN_HEADER), prompt)
                 status, body = self._forward("POST", "/chat/completions", raw)
                 if status != 200:
