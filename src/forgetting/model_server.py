@@ -331,16 +331,9 @@ def package_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def serving(
-    model: Mapping[str, Any],
-    *,
-    log_path: Path,
-    seed: int = 0,
-    timeout_s: float | None = None,
-    scratch: Path | None = None,
-    proxy_settings: Any = None,
-    say: Callable[[str], None] | None = None,
-) -> Iterator[Any]:
+def serving(model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None,
+            scratch: Path | None = None, proxy_settings: Any = None,
+            say: Callable[[str], None] | None = None) -> Iterator[Any]:
     """The model of ``model.backend`` served for the ``with`` block (see the module docstring):
     a server process started, yielded while healthy and always shut down, or what a backend
     that starts none yields. ``scratch``: a directory of the batch's, for what its runs share;

@@ -49,51 +49,8 @@ class EndpointBackend:
     """``model.backend: endpoint``: starts nothing, checks the endpoint (see the module docstring)."""
 
     @contextlib.contextmanager
-    def serving(
-        self,
-        model: Mapping[str, Any],
-        *,
-        log_path: Path,
-        seed: int = 0,
-        timeout_s: float | None = None,
-        scratch: Path | None = None,
-        proxy_settings: Any = None,
-        say: Any = None,
-    ) -> Iterator[ServedEndpoint]:
-        with ServedEndpoint.checked(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
-                                    proxy_settings=proxy_settings, say=say) as served:
-            yield served
-
-
-@dataclass
-class ServedEndpoint:
-    """An endpoint a batch's runs talk to, checked (see the module docstring)."""
-
-    base_url: str
-    served_name: str
-    access: Access
-    log_path: Path
-    entry: ModelEntry
-    startup_s: float
-    address: ServerAddress | None = None
-    address_file: Path | None = None
-    _health: Upstream | None = field(default=None, repr=False)
-    _address_read: float = field(default=0.0, repr=False)
-    backend_name: ClassVar[str] = "endpoint"
-
-    @classmethod
-    @contextlib.contextmanager
-    def checked(
-        cls,
-        model: Mapping[str, Any],
-        *,
-        log_path: Path,
-        seed: int = 0,
-        timeout_s: float | None = None,
-        scratch: Path | None = None,
-        proxy_settings: Any = None,
-        say: Any = None,
-    ) -> Iterator[ServedEndpoint]:
+    def serving(self, model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None,
+                scratch: Path | None = None, proxy_settings: Any = None, say: Any = None) -> Iterator[ServedEndpoint]:
         """Find the endpoint, check it, yield it; a failed check raises (one line)."""
         t0 = time.monotonic()
         settings = EndpointSettings.from_model(model)
@@ -137,12 +94,29 @@ class ServedEndpoint:
                 _line(log, f"error: {exc}")
                 health.close()
                 raise
-        backend = cls(url, served_name, access, log_path, entry, round(time.monotonic() - t0, 3),
+        backend = ServedEndpoint(url, served_name, access, log_path, entry, round(time.monotonic() - t0, 3),
                       address, settings.address_file, health)
         try:
             yield backend
         finally:
             health.close()
+
+
+@dataclass
+class ServedEndpoint:
+    """An endpoint a batch's runs talk to, checked (see the module docstring)."""
+
+    base_url: str
+    served_name: str
+    access: Access
+    log_path: Path
+    entry: ModelEntry
+    startup_s: float
+    address: ServerAddress | None = None
+    address_file: Path | None = None
+    _health: Upstream | None = field(default=None, repr=False)
+    _address_read: float = field(default=0.0, repr=False)
+    backend_name: ClassVar[str] = "endpoint"
 
     # -- what the batch asks -------------------------------------------------------------
     @property

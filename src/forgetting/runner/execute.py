@@ -41,16 +41,8 @@ def run_agent(ctx: RunContext) -> AgentOutcome:
     return run_mini(ctx)
 
 
-def execute_run(
-    run: Run,
-    settings: RunnerSettings,
-    *,
-    out: Path,
-    scratch: Path,
-    model_url: str,
-    proxy_settings: object,
-    access: Access | None = None,
-) -> AgentOutcome:
+def execute_run(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
+                proxy_settings: object, access: Access | None = None) -> AgentOutcome:
     """Carry out ``run`` with its own deletion proxy in front of ``model_url`` (``access``: the
     API key and shared limits of an endpoint, :mod:`forgetting.proxy.upstream`).
 
@@ -123,16 +115,8 @@ def hide_key(access: Access | None) -> None:
         os.environ.pop(access.key_name, None)
 
 
-def child_main(
-    run: Run,
-    settings: RunnerSettings,
-    *,
-    out: Path,
-    scratch: Path,
-    model_url: str,
-    proxy_settings: object,
-    access: Access | None = None,
-) -> int:
+def child_main(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
+               proxy_settings: object, access: Access | None = None) -> int:
     """The body of a forked run process; returns its exit status (never raises)."""
     try:
         hide_key(access)
