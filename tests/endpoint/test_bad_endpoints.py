@@ -1,5 +1,6 @@
 """A batch against a bad endpoint: unreachable, the key refused, the model unknown, rate
-limited past the retries, failing, answering something that is no JSON. Each is one error
+limited past the retries, failing, answering something that is no JSON, slower than the
+per-request timeout. Each is one error
 line naming the endpoint (its base URL, never the key) and what to do, raised by the check
 before any run — no run directory, no leftover, no run process — and written to the batch's
 log. The endpoint: the scripted stand-in (``forgetting scripted-model``) behind the named fake
@@ -104,6 +105,22 @@ def test_a_bad_endpoint_is_one_line_naming_it_and_no_run_starts(tmp_path, behavi
     assert not (layout.results / "runs").exists()  # no run started: not even a temporary directory
     assert f"error: {message}" in log.read_text()
     assert files_holding(TEST_KEY, study.results_dir, tmp_path) == []
+
+
+def test_an_endpoint_slower_than_the_per_request_timeout_is_one_line_naming_the_key_to_raise(
+        tmp_path, behaving, monkeypatch):
+    behaving.misbehave(Rule("slow", delay_s=3.0))  # every path: the check's GET /v1/models too
+    monkeypatch.setenv(KEY_ENV, TEST_KEY)
+    study = study_at(tmp_path, model=endpoint_model(behaving.url), execution={
+        "concurrency": 1, "scratch_dir": str(tmp_path / "scratch"), "proxy": {**FAST, "timeout_s": 0.5}})
+    before = behaving.stats()["requests"].get("GET /v1/models", 0)
+    with pytest.raises(UserError) as error:
+        run_batch(study, batch_of(study, "mini", "baseline"), echo=False)
+    # one attempt, cut at the timeout: a read timeout is not retried (the server may be generating)
+    assert behaving.stats()["requests"].get("GET /v1/models", 0) == before + 1
+    assert str(error.value) == (f"model endpoint {behaving.url} did not answer within 0.5 s; a generation that long "
+                                "needs a larger execution.proxy.timeout_s, else the server is stuck")
+    assert not (Layout(study.results_dir).results / "runs").exists()
 
 
 def test_an_unset_key_variable_is_named_before_the_endpoint_is_asked(tmp_path, behaving, monkeypatch):
