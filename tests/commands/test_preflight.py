@@ -302,3 +302,5 @@ def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cp
     # an endpoint elsewhere (a base URL: a provider, a lab gateway): no GPU partition of the study's
     edit(site, lambda cfg: cfg["model"].update(endpoint={"base_url": "https://api.example.com/v1"}))
     assert partitions_of(load_study(site)) == ["cpu"]
+    # the demo's agents beside an endpoint need no partition (config/demo-endpoint.yaml)
+    assert partitions_of(load_study([ROOT / "config" / "demo.yaml", ROOT / "config" / "demo-endpoint.yaml"])) == []

@@ -36,7 +36,7 @@ from typing import Any
 
 from forgetting.atomic import write_text
 from forgetting.config import Study
-from forgetting.containers import agents_partition, expand_path, runs_need_instance_images, serves_vllm
+from forgetting.containers import agents_partition, expand_path, run_images, runs_need_instance_images, serves_vllm
 from forgetting.errors import UserError
 from forgetting.evaluation.settings import EvalSettings
 from forgetting.preflight import checks as c
@@ -67,10 +67,16 @@ def partitions_of(study: Study) -> list[str]:
     out = []
     if serves_vllm(study):
         out.append("gpu")
-    endpoint = study.section("model")["backend"] == "endpoint"
-    if study.section("evaluation")["backend"] == "apptainer" or endpoint:
+    if study.section("evaluation")["backend"] == "apptainer" or agents_need_cpu_partition(study):
         out.append("cpu")
     return out
+
+
+def agents_need_cpu_partition(study: Study) -> bool:
+    """The batch jobs run the cluster's agents on the CPU partition: beside an endpoint, in the
+    instance images or an agent's image (the demo's agents, beside any endpoint, need nothing)."""
+    images = runs_need_instance_images(study) or any(run_images(study, a) for a in study.agents)
+    return agents_partition(study) == "cpu" and images
 
 
 def target_key(study: Study) -> str:
