@@ -99,6 +99,7 @@ RUNS_SCHEMA = keyed(pa.schema(
         # the server's counts (docs/cost.md, "Checked against the server")
         ("prompt_checked_calls", pa.int32()),  # calls whose server reported prompt_tokens
         ("prompt_mismatch_calls", pa.int32()),  # of those, beyond pricing.prompt_tolerance
+        ("prompt_token_difference", pa.int64()),  # Σ over those calls of server − rebuilt prompt tokens
         ("cost_reported", pa.float64()),  # priced from the server's cached tokens; null: none reported
     ]
 ), "run_id")

@@ -53,6 +53,7 @@ SUMMARY_COLUMNS = (
     "reported_cached_tokens",
     "prompt_checked_calls",
     "prompt_mismatch_calls",
+    "prompt_token_difference",
     "cost_reported",
 )
 
@@ -303,6 +304,11 @@ def cost_prompts(
             1
             for c, a in zip(run.calls, acc, strict=True)
             if prompt_mismatch(a.prompt_tokens, c.usage.prompt_tokens, tolerance)
+        ),
+        "prompt_token_difference": sum(
+            c.usage.prompt_tokens - a.prompt_tokens
+            for c, a in zip(run.calls, acc, strict=True)
+            if c.usage.prompt_tokens is not None
         ),
         "cost_reported": prow["cost_reported"],
     }

@@ -193,6 +193,7 @@ def synthetic_tables(
             "reported_cached_tokens": None,
             "prompt_checked_calls": 0,  # a synthetic server reports no usage
             "prompt_mismatch_calls": 0,
+            "prompt_token_difference": 0,
             "cost_reported": None,
         }
         for name, value in row.items():
