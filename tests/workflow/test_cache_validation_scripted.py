@@ -44,7 +44,7 @@ def test_the_scripted_model_through_the_workflow_shows_the_cache_validation(tmp_
         rows = {(r["configuration"], r["profile"]): r for r in csv.DictReader(fh)}
     assert set(rows) == {(c, p) for c in ("baseline", "delayed-turn-tool_output-100")
                          for p in ("paper", "vllm-blocks", "min-prefix")}
-    for (conf, profile), r in rows.items():
+    for r in rows.values():
         calls = int(r["calls"])
         assert calls > 10 and int(r["reported_calls"]) == calls  # the server reported on every call
         assert (int(r["prompt_checked_calls"]), int(r["prompt_mismatch_calls"])) == (calls, 0)

@@ -528,7 +528,9 @@ def cache_validation(st: StatsTables) -> Table:
         "(every analysed run). Gap: reconstructed − reported, in percentage points, with a paired bootstrap "
         "CI (both shares on the same resampled tasks); above 0 the profile expects more cache hits than the "
         "server gave. Cost rec./rep.: the profile's caching-aware cost of those calls over the same calls "
-        "priced at its prices from the server's counts (cached and written tokens as reported).",
+        "priced at its prices from the server's counts (cached and written tokens as reported: a server "
+        "that reports no cache writes is billed none, so a profile with a write premium costs more in the "
+        "reconstruction).",
     ]
     for note in (profiles_text(st.context), prompt_check_note(st.context, first), unreported_note(first)):
         if note:
