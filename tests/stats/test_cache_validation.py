@@ -120,7 +120,7 @@ def test_a_configuration_whose_server_reported_nothing_has_no_share_and_is_count
     assert (rows["baseline"]["prompt_checked_calls"], rows["baseline"]["prompt_mismatch_calls"]) == (80, 0)
     # the table says so: a dash, a count, a footnote — never 0
     st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], SETTINGS,
-                                 context=NoteContext(profiles=(("paper", ()),), prompt_tolerance=0.01),
+                                 context=NoteContext(profile_rules=(("paper", ()),), prompt_tolerance=0.01),
                                  validation=out["cache_validation"])
     table = cache_validation(st)
     by_conf = {d["configuration"]: (cells, d) for cells, d in zip(table.rows, table.data, strict=True)}

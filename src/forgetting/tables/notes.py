@@ -36,7 +36,7 @@ class NoteContext:
     #: (empty: the lower bound itself); None when unknown
     pricing: tuple[str, tuple[str, ...]] | None = None
     #: every computed profile's name and cache rules, in the cost stage's order
-    profiles: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    profile_rules: tuple[tuple[str, tuple[str, ...]], ...] = ()
     #: ``pricing.prompt_tolerance``: the prompt check's tolerance
     prompt_tolerance: float = field(default_factory=lambda: config_schema.defaults("pricing")["prompt_tolerance"])
 
@@ -53,7 +53,7 @@ class NoteContext:
             looping_window=int(analysis["looping_window"]),
             turn_cap=int(study.section("agent")["turn_cap"]),
             pricing=(primary, cache_rules(profile)),
-            profiles=tuple((p.name, cache_rules(p)) for p in profiles),
+            profile_rules=tuple((p.name, cache_rules(p)) for p in profiles),
             prompt_tolerance=float(pricing["prompt_tolerance"]),
         )
 
@@ -205,7 +205,7 @@ def fewer_tasks_note(
 def profiles_text(context: NoteContext) -> str:
     """Each computed profile and its cache rules (the lower bound when it has none)."""
     parts = [f"{name} ({'; '.join(rules) if rules else 'every prefix cached forever: the lower bound'})"
-             for name, rules in context.profiles]
+             for name, rules in context.profile_rules]
     return "Profiles: " + ", ".join(parts) + "." if parts else ""
 
 
