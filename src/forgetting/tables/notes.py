@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forgetting import config_schema
+from forgetting.cost.pricing import profiles_from_config
 from forgetting.stats.settings import StatsSettings
 
 
@@ -42,8 +43,6 @@ class NoteContext:
 
     @classmethod
     def from_study(cls, study: Any) -> NoteContext:
-        from forgetting.cost.pricing import profiles_from_config
-
         analysis = study.section("analysis")
         pricing = study.section("pricing")
         profiles, primary = profiles_from_config(pricing, study.root)

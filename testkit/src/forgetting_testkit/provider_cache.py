@@ -18,7 +18,13 @@ whose ``prompt_tokens`` counts the cached and written tokens too).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+from forgetting import chat_format, tokenizer
+from forgetting.calllog import CallLogWriter
+from forgetting.records import PartDeletion
+from forgetting.records.mini import MINI_BASH_TOOL
 
 MIN_PREFIX = 1024
 BLOCK = 128
@@ -89,13 +95,6 @@ def write_provider_log(
     ``style``; returns the prompts' token ids. ``prompt_offsets[i]`` is added to call ``i + 1``'s
     reported ``prompt_tokens`` (a server that counts differently); from call ``rewrite_at`` on,
     turn 1's tool output is replaced by a placeholder (a deletion: the prefix breaks there)."""
-    from pathlib import Path
-
-    from forgetting import chat_format, tokenizer
-    from forgetting.calllog import CallLogWriter
-    from forgetting.deletion.record import PartDeletion
-    from forgetting.records.mini import MINI_BASH_TOOL
-
     tools = [MINI_BASH_TOOL]
     history: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a careful software engineer working in a repository."},
