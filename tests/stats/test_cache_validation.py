@@ -135,6 +135,8 @@ def test_a_configuration_whose_server_reported_nothing_has_no_share_and_is_count
     assert f"mini/{DELAYED} (29 of 40 calls; 1 runs without)" in notes
     assert "by more than 1 % (pricing.prompt_tolerance)" in notes
     assert f"Beyond it: mini/{DELAYED}: 3 of 40 calls in 1 runs" in notes
+    # why the paper's model (Qwen3-Coder) does not agree exactly: said where a mismatch is shown
+    assert "One difference is known" in notes and "short by about 122 tokens" in notes
     assert "Profiles: paper (every prefix cached forever: the lower bound)." in notes
 
 
@@ -193,3 +195,4 @@ def test_a_provider_with_a_known_cache_rule_shows_its_known_gap(tmp_path):
     text = to_markdown(cache_validation(st))
     assert text.count("| 0.0 [0.0, 0.0] |") == 2  # min-prefix, for the baseline and the deletion
     assert "All 42 checked calls agree." in text  # 2 × (6 + 7 + 8) calls
+    assert "One difference is known" not in text  # nothing to explain

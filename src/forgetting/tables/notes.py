@@ -232,8 +232,18 @@ def prompt_check_note(context: NoteContext, rows: Sequence[Mapping[str, Any]]) -
     return (
         f"{head} Beyond it: {listing}. The rebuilt prompts differ from what the server counted (a chat "
         "template or tokenizer other than the served model's; docs/cost.md, 'Checked against the server'): "
-        "trust no cost of those runs before that is explained."
+        "trust no cost of those runs before that is explained. "
+        + QWEN3_CODER_TOOLS_NOTE
     )
+
+
+#: why the paper's model does not agree exactly (docs/cost.md, "What agreement has been shown")
+QWEN3_CODER_TOOLS_NOTE = (
+    "One difference is known: forgetting.chat_format writes the instructions after the tool list in "
+    "fewer words than Qwen3-Coder's chat template, so against Qwen3-Coder its system block is short by "
+    "about 122 tokens with mini-swe-agent's one bash tool (by another constant with Trae agent's tools); "
+    "a Server − rebuilt that stays this constant along every run is that difference, anything else is not."
+)
 
 
 def unreported_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
