@@ -68,7 +68,9 @@ def test_the_key_reaches_the_provider_and_nothing_else(tmp_path, monkeypatch):
     assert record["versions"]["model"]["backend"] == "endpoint" and record["versions"]["model"]["endpoint"] == fake.url
     log_ = read_call_log(run_dir(study, rid) / CALLS)
     assert log_.header["upstream"] == fake.url
-    assert all("prompt_cache_hit_tokens" in c.usage for c in log_.calls)  # the provider's own usage, as reported
+    # the provider's own usage, as reported (DeepSeek's fields), parsed into the typed record
+    assert all(c.usage.cached_field == "prompt_cache_hit_tokens" and "prompt_cache_miss_tokens" in c.usage.raw
+               for c in log_.calls)
     # the key is in no file of the study, its log, the batch's model-server log or anywhere in tmp
     assert files_holding(TEST_KEY, study.results_dir, tmp_path) == []
     assert files_holding(TEST_KEY, tmp_path / "scratch") == []
@@ -88,9 +90,10 @@ def test_the_scripted_stand_in_behind_a_provider_is_labelled_as_the_stand_in(tmp
     assert record["versions"]["model"]["served_by"] == "forgetting-scripted-stand-in-v1"
     calls = read_call_log(run_dir(study, rid) / CALLS).calls
     # the provider's cache rule, not the stand-in's emulated vLLM cache: whole 128-token blocks past 1,024
-    cached = [c.usage["prompt_tokens_details"]["cached_tokens"] for c in calls]
+    assert all(c.usage.cached_field == "prompt_tokens_details.cached_tokens" for c in calls)
+    cached = [c.usage.cached_tokens for c in calls]
     assert all(c == 0 or (c >= 1024 and (c - 1024) % 128 == 0) for c in cached) and max(cached) >= 1024
-    assert all(c <= aligned(u.usage["prompt_tokens"]) for c, u in zip(cached, calls, strict=True))
+    assert all(c <= aligned(u.usage.prompt_tokens) for c, u in zip(cached, calls, strict=True))
 
 
 def _wait_for(predicate, process: subprocess.Popen, timeout_s: float = 180) -> None:

@@ -71,14 +71,19 @@ def test_the_demo_through_an_endpoint_is_the_demo_and_the_key_stays_out(tmp_path
             assert (via.status, via.turns, via.patch_bytes) == (plain.status, plain.turns, plain.patch_bytes)
         via, plain = (pq.read_table(layout.batch_dir(batch.key) / "summary.parquet") for layout in (a, b))
         assert via.column_names == plain.column_names
+        reported_columns = {"reported_cached_tokens", "cost_reported"}  # what the server's own counts price
+        assert reported_columns <= set(via.column_names)
         for column in via.column_names:  # the analysis of the same runs …
-            if column != "reported_cached_tokens":
+            if column not in reported_columns:
                 assert via.column(column).to_pylist() == plain.column(column).to_pylist(), column
         # … but for what the server reported as cached: the provider's own rule (whole 128-token blocks
         # past 1,024), not the stand-in's emulated vLLM cache (16-token blocks): fewer, never more
         reported = zip(via.column("reported_cached_tokens").to_pylist(),
                        plain.column("reported_cached_tokens").to_pylist(), strict=True)
         assert all(0 < x < y for x, y in reported)
+        # … so the reported view prices more prompt tokens at the uncached rate: never cheaper
+        costs = zip(via.column("cost_reported").to_pylist(), plain.column("cost_reported").to_pylist(), strict=True)
+        assert all(x >= y for x, y in costs)
 
     logs = [p for p in (ROOT / ".snakemake" / "log").glob("*.snakemake.log") if p.stat().st_mtime >= started]
     assert logs and files_holding(TEST_KEY, tmp_path, *logs) == []
