@@ -1,7 +1,9 @@
 """The ``forgetting`` command line: one subcommand per stage of the pipeline.
 
 Each subcommand lives in :mod:`forgetting.commands` as a module with ``add_parser(sub)``
-and ``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
+and ``run(args) -> int``. A command module imports at its top only what ``--help`` needs (the
+standard library and a few light modules: errors, atomic, layout, its shared arguments) and the
+pipeline inside ``run``, so ``--help`` stays fast (tests/test_imports.py).
 A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from forgetting import __version__
 from forgetting.errors import UserError
@@ -18,6 +20,7 @@ from forgetting.errors import UserError
 #: subcommand modules under forgetting.commands, in the order --help lists them
 COMMANDS: tuple[str, ...] = (
     "plan",
+    "preflight",
     "tasks",
     "dataset",
     "run",
@@ -46,11 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def exit_status(command: Callable[[], int | None]) -> int:
+    """Carry out a command: its exit status, a :class:`~forgetting.errors.UserError` as one
+    ``error:`` line and its status (2), an interrupt as 130, a closed pipe (``| head``) as 0."""
     try:
-        return int(args.func(args) or 0)
+        return int(command() or 0)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -59,6 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return exit_status(lambda: args.func(args))
 
 
 if __name__ == "__main__":

@@ -12,23 +12,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "collect",
-        help="collect batch analysis tables into the study's Parquet datasets",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "collect", help="collect batch analysis tables into the study's Parquet datasets", doc=__doc__)
     add_study_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.collect import collect
-    from forgetting.layout import Layout
 
     study = study_from_args(args)
     log = Layout(study.results_dir).results / "logs" / "collect.log"

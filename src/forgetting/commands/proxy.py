@@ -13,12 +13,16 @@ the study's ``agent.mini-text.config_file``). Prints its URL, then serves until 
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 from typing import Any
+
+from forgetting.commands.common import add_command
+from forgetting.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("proxy", help="run the deletion proxy in front of an OpenAI-compatible server",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "proxy", help="run the deletion proxy in front of an OpenAI-compatible server", doc=__doc__)
     p.add_argument("--upstream", required=True, help="the model server's base URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--deletion", required=True, metavar="NAME",
                    help="configuration name, e.g. delayed-turn-tool_output-50, or baseline")
@@ -51,7 +55,7 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
 
 def agent_actions(agent: str, study: Any | None) -> Any:
     """The agent's action pattern, from the study's agent settings when a study is given."""
-    from forgetting.runner.execute import action_syntax
+    from forgetting.agents import action_syntax
     from forgetting.runner.settings import RunnerSettings
 
     files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
@@ -59,9 +63,6 @@ def agent_actions(agent: str, study: Any | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
     from forgetting.config import load_study
     from forgetting.proxy import ProxySettings, start_proxy
 
@@ -69,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
     deletion = resolve_deletion(args.deletion, study)
     settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
     if not 0 <= args.port <= 65535:
-        from forgetting.errors import UserError
-
         raise UserError(f"--port {args.port}: must be in 0..65535")
     actions = agent_actions(args.agent, study)
     handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id, actions=actions,

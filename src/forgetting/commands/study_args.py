@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from forgetting.config import Study
+import yaml
+
+from forgetting.errors import ConfigError
+
+if TYPE_CHECKING:  # a type only: loading a study imports the pipeline, which --help must not
+    from forgetting.config import Study
 
 
 def add_study_arguments(p: argparse.ArgumentParser, *, example: str = "config/config.yaml") -> None:
@@ -19,10 +24,6 @@ def add_study_arguments(p: argparse.ArgumentParser, *, example: str = "config/co
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs, values parsed as YAML (so lists and numbers work)."""
-    import yaml
-
-    from forgetting.errors import ConfigError
-
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from forgetting.atomic import write_text
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("tasks", help="task lists: draw the stratified sample", description=__doc__)
@@ -20,7 +22,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from forgetting.atomic import write_text
     from forgetting.tasks import per_repository, read_id_file, stratified_sample
 
     pool = read_id_file(Path(args.source), key="--from")
