@@ -58,11 +58,16 @@ fi
 (cd "$PREFIX/src" && "$UV" sync --quiet --frozen --no-dev --no-editable --extra evaluation --python "$PYTHON")
 
 mkdir -p "$PREFIX/bin"
+# trae-cli's shebang names the environment's interpreter, so a link to it works; python must
+# be started by its path inside venv/ (a link elsewhere to it is a bare CPython without the
+# environment's packages: Python finds pyvenv.cfg next to the path it was started by)
 ln -sf "$PREFIX/venv/bin/trae-cli" "$PREFIX/bin/trae-cli"
-ln -sf "$PREFIX/venv/bin/python" "$PREFIX/bin/python"
+printf '#!/bin/sh\nexec "%s/venv/bin/python" "$@"\n' "$PREFIX" >"$PREFIX/bin/python"
+chmod a+x "$PREFIX/bin/python"
 chmod -R a+rX "$PREFIX"
 
 # what the image's %test checks
 "$PREFIX/bin/python" -c 'import sys; assert sys.version_info[:2] == (3, 12), sys.version'
+"$PREFIX/bin/python" -c 'import docker, pexpect'  # what trae-cli imports at startup
 "$PREFIX/bin/trae-cli" --help >/dev/null
 echo "trae-cli at $PREFIX/bin/trae-cli (trae-agent $TRAE_COMMIT)"

@@ -77,6 +77,18 @@ def test_the_real_trae_cli_starts_as_the_image_test_starts_it():
     assert "run" in done.stdout and "Trae Agent" in done.stdout
 
 
+def test_the_installs_python_imports_what_trae_cli_imports_at_startup():
+    """The image's %test runs ``/opt/trae-agent/bin/python -c 'import docker, pexpect'``; an
+    install by scripts/install-trae-agent.sh has the same ``bin/python`` beside ``bin/trae-cli``."""
+    python = Path(TRAE_CLI).parent / "python"
+    if not python.exists():
+        pytest.skip(f"{python}: not an install by scripts/install-trae-agent.sh")
+    done = subprocess.run([str(python), "-c", "import docker, pexpect, sys; print(sys.prefix)"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert Path(done.stdout.strip()).name == "venv", done.stdout  # the environment, not a bare CPython
+
+
 @pytest.mark.parametrize("conf", CONFIGURATIONS)
 @pytest.mark.parametrize("task", TASKS)
 def test_real_trae_runs_end_submitted_by_task_done_and_resolve(finished, conf, task):
