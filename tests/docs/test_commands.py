@@ -1,11 +1,10 @@
 """Every command line shown in README.md, config/README.md and docs/*.md runs as written.
 
-The command lines are the lines of the fenced ``bash``/``sh``/``shell``/``console`` blocks
-(also those indented under a list item; continuation lines joined, comments dropped,
-``VAR=value`` prefixes taken as environment, a line of assignments only as the block's shell
-variables);
-an untagged block may not hold one. Each line is classified by its program, and each class is
-checked as far as it can run here in seconds:
+The command lines are the lines of the fenced ``bash``/``sh``/``shell``/``console`` blocks,
+also those indented under a list item (continuation lines joined, comments dropped,
+``VAR=value`` prefixes taken as environment, a line of assignments only as shell variables of
+the block's later lines); an untagged block may not hold one. Each line is classified by its
+program, and each class is checked as far as it can run here in seconds:
 
 * ``forgetting plan`` runs for real, and prints what the line's comment says it prints;
 * every other ``forgetting`` / ``forgetting-synth`` line is parsed by the real command line
