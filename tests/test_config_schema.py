@@ -210,7 +210,7 @@ READERS = (
     "runner/trae.py", "runner/versions.py", "evaluation/settings.py", "evaluation/instances.py",
     "evaluation/backends.py", "stats/settings.py", "stats/run.py", "demo/scripted/settings.py", "cost/pricing.py",
     "behaviour/api.py", "tables/__init__.py", "tables/notes.py", "commands/scripted_model.py",
-    "commands/proxy.py",
+    "commands/proxy.py", "endpoint_settings.py", "endpoint/backend.py", "endpoint/serve.py",
 )
 #: ``.get(key) or …`` readings that are not a second default: what a key's absence means (its
 #: schema ``x-default``), or a key of something else than the study config

@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "report",
     "proxy",
     "scripted-model",
+    "serve",
 )
 
 

@@ -24,6 +24,7 @@ from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where confi
 from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
 from forgetting.cost.pricing import profiles_from_config
 from forgetting.deletion.policy import PolicyContext
+from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import ConfigError, UserError
 from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
 from forgetting.instance_images import check_template
@@ -231,6 +232,12 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         raise ConfigError(f"{source}: {exc}") from None
     except UserError as exc:
         raise ConfigError(f"{source}: pricing: {exc}") from None
+
+    if cfg["model"]["backend"] == "endpoint":  # where the endpoint is: stops the study now, not in its batches
+        try:
+            EndpointSettings.from_model(cfg["model"], root)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
 
     repeats = cfg["repeats"]
     study_section = cfg["study"]

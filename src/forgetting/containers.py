@@ -11,7 +11,15 @@ A study asks for images only where it runs on the cluster path:
 * ``model.backend: vllm`` — a batch job needs ``model.vllm.apptainer_image`` (the server) and
   ``agent.<agent>.apptainer_image`` (the agent, where one is named), and, for SWE-bench tasks,
   the instance images (the agents' commands run in the task's environment);
+* ``model.backend: endpoint`` — the same but the server's image (the server is not the
+  batch's); with ``model.endpoint.address_file`` (route C of docs/cluster.md) the server job,
+  ``forgetting serve``, needs ``model.vllm.apptainer_image``;
 * ``evaluation.backend: apptainer`` — an evaluation job needs the instance images.
+
+Each image is built on the partition whose nodes run its code (:func:`images_by_partition`):
+the server's on the GPU partition, the evaluation's on the CPU one, the agents' where the batch
+jobs run (:func:`agents_partition`: beside vLLM on the GPU partition, beside an endpoint on the
+CPU one).
 
 The demo (scripted model, local evaluation) needs none, so no image job enters its DAG.
 """
@@ -36,11 +44,13 @@ from forgetting.seeds import text_hex
 #: definition files, ``containers/<name>.def``
 DEFINITIONS_DIR = PROJECT_ROOT / "containers"
 IMAGE_NAMES = ("vllm", "mini-swe-agent", "trae-agent", "evaluation")
-#: images whose code runs on the GPU nodes (the server, the agents): built on the GPU partition,
-#: so they are of its architecture (Apptainer builds for the architecture it runs on)
+#: images whose code runs on the GPU nodes (the server, the agents beside vLLM): built on the GPU
+#: partition, so they are of its architecture (Apptainer builds for the architecture it runs on)
 GPU_IMAGES = ("vllm", "mini-swe-agent", "trae-agent")
 #: images whose code runs on the CPU partition's nodes
 CPU_IMAGES = ("evaluation",)
+#: the agents' images (on the partition of the batch jobs)
+AGENT_IMAGES = ("mini-swe-agent", "trae-agent")
 #: where marker files of pulled chunks live, under ``evaluation.image_dir``
 PULLED_DIR = ".pulled"
 
@@ -89,9 +99,45 @@ def uses_vllm(study: Study) -> bool:
     return study.section("model")["backend"] == "vllm"
 
 
+def serves_vllm(study: Study) -> bool:
+    """The study's jobs serve the model with vLLM on the GPU partition: in its batch jobs
+    (``vllm``), or as route C's server job (``endpoint`` with ``address_file``: what
+    ``forgetting serve`` publishes; an endpoint at a ``base_url`` runs elsewhere)."""
+    model = study.section("model")
+    route_c = model["backend"] == "endpoint" and bool(model["endpoint"].get("address_file"))
+    return uses_vllm(study) or route_c
+
+
+def agents_partition(study: Study) -> str:
+    """The partition the batch jobs (the agents and their sandboxes) run on: the GPU one beside
+    their vLLM, the CPU one beside an endpoint (route C of docs/cluster.md)."""
+    return "cpu" if study.section("model")["backend"] == "endpoint" else "gpu"
+
+
+def images_by_partition(study: Study) -> dict[str, tuple[str, ...]]:
+    """Which images each partition builds (``gpu``, ``cpu``): where their code runs."""
+    if agents_partition(study) == "cpu":
+        return {"gpu": tuple(i for i in GPU_IMAGES if i not in AGENT_IMAGES), "cpu": CPU_IMAGES + AGENT_IMAGES}
+    return {"gpu": GPU_IMAGES, "cpu": CPU_IMAGES}
+
+
+def server_images(study: Study) -> list[str]:
+    """The SIF route C's server job (``forgetting serve``) reads: ``model.vllm.apptainer_image``."""
+    server = study.section("model")["vllm"].get("apptainer_image")  # optional: vllm on the host
+    if not server or uses_vllm(study) or not serves_vllm(study):
+        return []
+    return [expand_path(server, "model.vllm.apptainer_image")]
+
+
+def runs_on_cluster_path(study: Study) -> bool:
+    """The batches run real agents against a real model: vLLM started by the batch, or an
+    endpoint (route C: the model on the GPU partition, the batches on a CPU partition)."""
+    return study.section("model")["backend"] in ("vllm", "endpoint")
+
+
 def runs_need_instance_images(study: Study) -> bool:
     """The agents work inside the SWE-bench instance images (cluster path, real tasks)."""
-    return uses_vllm(study) and study.section("dataset")["kind"] == "swebench"
+    return runs_on_cluster_path(study) and study.section("dataset")["kind"] == "swebench"
 
 
 def evaluation_needs_instance_images(study: Study) -> bool:
@@ -99,12 +145,13 @@ def evaluation_needs_instance_images(study: Study) -> bool:
 
 
 def run_images(study: Study, agent: str) -> list[str]:
-    """The SIF files a batch job of ``agent`` reads: the model server's and the agent's."""
-    if not uses_vllm(study):
+    """The SIF files a batch job of ``agent`` reads: the model server's (vLLM only: an
+    endpoint's server is not the batch's) and the agent's."""
+    if not runs_on_cluster_path(study):
         return []
     out = []
     server = study.section("model")["vllm"].get("apptainer_image")  # optional: vllm on the host
-    if server:
+    if server and uses_vllm(study):
         out.append(expand_path(server, "model.vllm.apptainer_image"))
     agent_image = study.section("agent")[agent].get("apptainer_image")  # optional
     if agent_image:
@@ -156,9 +203,10 @@ def images_for_evaluation(study: Study) -> list[str]:
 
 
 def study_images(study: Study) -> list[str]:
-    """Every image file any job of the study reads (the ``images`` target), sorted."""
+    """Every image file any job of the study reads (the ``images`` target; route C's server
+    job's too), sorted."""
     paths = {p for agent in study.agents for p in images_for_runs(study, agent)}
-    return sorted(paths | set(images_for_evaluation(study)))
+    return sorted(paths | set(images_for_evaluation(study)) | set(server_images(study)))
 
 
 def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,

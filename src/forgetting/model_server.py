@@ -1,4 +1,5 @@
-"""Model servers a batch of runs talks to: vLLM on a GPU node, or the demo's scripted stand-in.
+"""Model servers a batch of runs talks to: vLLM on a GPU node, the demo's scripted stand-in,
+or an endpoint that already runs.
 
 A batch job starts one server, waits until it answers, runs its share of runs against it
 (each through its own deletion proxy), then shuts it down — on success and on failure —
@@ -10,11 +11,19 @@ start costs minutes of GPU time (docs/cluster.md has the arithmetic).
 inside an Apptainer image (``apptainer exec --nv IMAGE vllm serve …``).
 ``scripted``: ``python -m forgetting scripted-model`` — the demo's deterministic stand-in for
 the LLM (:mod:`forgetting.demo.scripted.launch`).
+``endpoint``: nothing started; the server at ``model.endpoint`` is checked
+(:mod:`forgetting.endpoint`).
 
-A backend is a :class:`ServerBackend` (the command line that serves the study's ``model``
-section, how long it may take to come up, the environment it needs), found by name in
-:data:`BACKENDS`; adding one is a class and one line there (and its name in the schema's
-``model.backend`` list).
+A backend is found by name in :data:`BACKENDS`; adding one is a class and one line there (and
+its name in the schema's ``model.backend`` list). Most start a process: a
+:class:`ServerBackend` (the command line that serves the study's ``model`` section, how long
+it may take to come up, the environment it needs), which :func:`serving` starts as a
+:class:`ModelServer`. One that starts nothing (``endpoint``) is a :class:`ServingBackend`: its
+own ``serving`` context manager. Either way the ``with`` block gets a served model —
+``base_url``, ``startup_s``, ``access`` (the API key and the limits the runs' proxies share;
+None), ``model_backend`` (what ``run.json`` records), ``describe()`` (what ``versions.model``
+adds), ``ready_line()`` and ``trouble(check_health)`` (why it can no longer serve, None while
+it can).
 """
 
 from __future__ import annotations
@@ -31,10 +40,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
 from forgetting import config_schema
 from forgetting.errors import UserError
@@ -43,6 +52,7 @@ from forgetting.errors import UserError
 BACKENDS: dict[str, str] = {
     "vllm": "forgetting.model_server:VllmBackend",
     "scripted": "forgetting.demo.scripted.launch:ScriptedBackend",
+    "endpoint": "forgetting.endpoint.backend:EndpointBackend",
 }
 
 
@@ -57,6 +67,17 @@ class ServerBackend(Protocol):
 
     def env(self) -> dict[str, str]:
         """What the server's environment needs on top of this process's."""
+
+
+@runtime_checkable
+class ServingBackend(Protocol):
+    """A backend that starts no process of the batch's: it yields what it serves itself."""
+
+    def serving(
+        self, model: Mapping[str, Any], *, log_path: Path, seed: int, timeout_s: float | None,
+        scratch: Path | None, proxy_settings: Any, say: Callable[[str], None] | None,
+    ) -> contextlib.AbstractContextManager[Any]:
+        """The served model for the ``with`` block (see the module docstring)."""
 
 
 def served_name_of(model: Mapping[str, Any]) -> str:
@@ -126,14 +147,22 @@ class VllmBackend:
         return {}
 
 
-def backend_of(model: Mapping[str, Any]) -> ServerBackend:
+def backend_of(model: Mapping[str, Any]) -> ServerBackend | ServingBackend:
     """The backend ``model.backend`` names."""
     name = model["backend"]
     if name not in BACKENDS:
         raise ModelServerError(f"model.backend: unknown backend {name!r}; allowed values: {', '.join(BACKENDS)}")
     module, _, attr = BACKENDS[name].partition(":")
-    found: ServerBackend = getattr(importlib.import_module(module), attr)()
+    found: ServerBackend | ServingBackend = getattr(importlib.import_module(module), attr)()
     return found
+
+
+def process_backend_of(model: Mapping[str, Any]) -> ServerBackend:
+    """The backend ``model.backend`` names, which must start a server process."""
+    backend = backend_of(model)
+    if isinstance(backend, ServingBackend):
+        raise ModelServerError(f"model.backend {model['backend']!r} starts no server process")
+    return backend
 
 
 def wait_healthy(
@@ -201,7 +230,8 @@ def die_with_parent() -> None:
 
 @dataclass
 class ModelServer:
-    """A running model server process (its own process group) and where it listens."""
+    """A running model server process (its own process group) and where it listens; what a
+    :class:`ServerBackend` serves (see the module docstring)."""
 
     command: list[str]
     base_url: str  # e.g. http://127.0.0.1:8000/v1
@@ -210,6 +240,38 @@ class ModelServer:
     process: subprocess.Popen[bytes] | None = None
     startup_s: float | None = None
     _log: TextIO | None = field(default=None, repr=False)
+    #: ``model.backend`` it was started for (what ``run.json`` records)
+    backend_name: str = ""
+    #: the runs' proxies need no key and share no limits in front of a server of their own
+    access: ClassVar[None] = None
+
+    @property
+    def model_backend(self) -> str:
+        return self.backend_name
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+    def ready_line(self) -> str:
+        return f"model server ready at {self.base_url} in {self.startup_s or 0:.1f} s"
+
+    def trouble(self, check_health: bool) -> str | None:
+        """Why the server can no longer serve (None while it can): its process exited, or
+        (``check_health``) its ``/health`` stopped answering."""
+        process = self.process
+        if process is not None and process.poll() is not None:
+            return f"model server exited with status {process.returncode} (see {self.log_path})"
+        if check_health:
+            for _ in range(3):
+                try:
+                    with urllib.request.urlopen(self.health_url, timeout=10) as resp:
+                        if resp.status == 200:
+                            return None
+                except OSError:
+                    pass
+                time.sleep(1.0)
+            return f"model server stopped answering {self.health_url}"
+        return None
 
     def start(self, *, timeout_s: float, env: Mapping[str, str] | None = None) -> ModelServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -255,9 +317,9 @@ def server_for(
 ) -> ModelServer:
     """The (not yet started) server for the study's ``model`` section."""
     port = port or free_port(host)
-    command = backend_of(model).command(model, host=host, port=port, seed=seed)
+    command = process_backend_of(model).command(model, host=host, port=port, seed=seed)
     base = f"http://{host}:{port}"
-    return ModelServer(command, f"{base}/v1", f"{base}/health", log_path)
+    return ModelServer(command, f"{base}/v1", f"{base}/health", log_path, backend_name=str(model["backend"]))
 
 
 def package_env() -> dict[str, str]:
@@ -269,11 +331,21 @@ def package_env() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def serving(
-    model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None
-) -> Iterator[ModelServer]:
-    """Start the model server, yield it while healthy, always shut it down."""
+def serving(model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None,
+            scratch: Path | None = None, proxy_settings: Any = None,
+            say: Callable[[str], None] | None = None) -> Iterator[Any]:
+    """The model of ``model.backend`` served for the ``with`` block (see the module docstring):
+    a server process started, yielded while healthy and always shut down, or what a backend
+    that starts none yields. ``scratch``: a directory of the batch's, for what its runs share;
+    ``proxy_settings``: the runs' retry policy (:class:`forgetting.proxy.ProxySettings`), which
+    a check of an endpoint follows too; ``say``: where a backend reports a wait (one line at a
+    time)."""
     backend = backend_of(model)
+    if isinstance(backend, ServingBackend):
+        with backend.serving(model, log_path=log_path, seed=seed, timeout_s=timeout_s, scratch=scratch,
+                             proxy_settings=proxy_settings, say=say) as served:
+            yield served
+        return
     startup = timeout_s if timeout_s is not None else backend.startup_timeout_s(model)
     server = server_for(model, log_path=log_path, seed=seed)
     server.start(timeout_s=startup, env=backend.env())

@@ -39,6 +39,6 @@ class StageLog:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if exc is not None:
-            self.line(f"error: {exc}")
+        if exc is not None:  # in the file; whoever catches it prints it (one error line, not two)
+            self.line(f"error: {exc}", echo=False)
         self.close()

@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 from forgetting.config import load_study
+from forgetting.containers import agents_partition
 from forgetting.errors import UserError
-from forgetting.preflight import PreflightFailed, node_checks, run_in_job, target_key
+from forgetting.preflight import PreflightFailed, node_checks, partitions_of, run_in_job, target_key
 from forgetting.preflight.checks import check_conda_envs, check_image, emulator_for, host_goarch
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
@@ -278,3 +279,28 @@ def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  
     assert not task.ok and task.detail.startswith("gold patch patch_failed, the unfixed repository unresolved")
     assert "this image does not reproduce the task" in task.detail
     assert (total.ok, total.detail) == (False, "0 of 1 tasks: the gold patch resolves, the unfixed repository does not")
+
+
+def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cpu_one(site):
+    """model.backend endpoint with the address file of `forgetting serve` (docs/cluster.md, route C):
+    the GPU partition runs the model server only, the batch jobs (agents, sandboxes) run on the CPU one."""
+    def route_c(cfg):
+        cfg["model"]["backend"] = "endpoint"
+        cfg["model"]["endpoint"] = {"address_file": "results/model-server/address.json"}
+
+    edit(site, route_c)
+    study = load_study(site)
+    assert partitions_of(study) == ["gpu", "cpu"] and agents_partition(study) == "cpu"
+    gpu = preflight(site, "--partition", "gpu")
+    assert gpu.returncode == 0, gpu.stdout + gpu.stderr
+    assert set(lines_of(gpu)) == {"apptainer", "image vllm", "gpu in container (--nv)", "gpu memory", "model",
+                                  "kv cache budget", "prefix cache", "conda environments"}
+    cpu = preflight(site, "--partition", "cpu")
+    assert cpu.returncode == 0, cpu.stdout + cpu.stderr
+    assert set(lines_of(cpu)) == {"apptainer", "instance images", "image trae-agent", "scratch space", "trae-cli",
+                                  "conda environments"}
+    # an endpoint elsewhere (a base URL: a provider, a lab gateway): no GPU partition of the study's
+    edit(site, lambda cfg: cfg["model"].update(endpoint={"base_url": "https://api.example.com/v1"}))
+    assert partitions_of(load_study(site)) == ["cpu"]
+    # the demo's agents beside an endpoint need no partition (config/demo-endpoint.yaml)
+    assert partitions_of(load_study([ROOT / "config" / "demo.yaml", ROOT / "config" / "demo-endpoint.yaml"])) == []

@@ -92,6 +92,7 @@ EXTERNAL = {
     "apptainer": "Apptainer is a cluster tool, not installed here (the tests use fakes/apptainer.py); "
                  "its lines build, pull or run cluster images",
     "curl": "talks to a running deletion proxy (docs/proxy.md starts one by hand against a model server)",
+    "sbatch": "submits route C's model server job to Slurm (docs/cluster.md); no Slurm here",
 }
 #: srun options that take no value (every other option takes one, as ``-p X`` or ``--time=30``)
 SRUN_FLAGS = {"--pty", "--exclusive", "-l", "--label", "-u", "--unbuffered"}
@@ -341,13 +342,13 @@ def _snakemake(cmd: DocCommand, scratch: Path, dry_runs: dict[str, subprocess.Co
                 names.append(words[i])
                 i += 1
             continue
-        if w in ("--config", "--set-threads", "--set-resources"):
+        if w in ("--config", "--configfile", "--resources", "--set-threads", "--set-resources"):  # one or more values
             i += 1
             while i < len(words) and not words[i].startswith("-"):
                 i += 1
             continue
         if w.startswith("-"):
-            i += 2 if w in ("--profile", "--configfile", "--cores", "--report", "--workflow-profile") else 1
+            i += 2 if w in ("--profile", "--cores", "--report", "--workflow-profile") else 1
             continue
         names.append(w)  # a target
         i += 1

@@ -167,17 +167,17 @@ def test_a_slow_upstream_times_out_without_retry(tmp_path):
         assert len(up.chat_requests()) == 1
 
 
-def test_retry_after_is_honoured_up_to_the_cap():
+def test_retry_after_is_honoured_beyond_the_backoff_cap_within_the_wait_budget():
     waits: list[float] = []
     with FakeUpstream() as up:
-        client = Upstream(up.url, retries=3, backoff_s=0.01, backoff_max_s=0.5, sleep=waits.append)
+        client = Upstream(up.url, retries=3, backoff_s=0.01, backoff_max_s=0.5, max_wait_s=60, sleep=waits.append)
         up.fail_next(429, retry_after="0.3")
         up.fail_next(429, retry_after="30")
         up.fail_next(502)
         reply = client.request("GET", "/models")
         client.close()
     assert reply.ok and reply.attempts == 4
-    assert waits == [0.3, 0.5, 0.04]
+    assert waits == [0.3, 30.0, 0.04]
 
 
 def test_malformed_requests_get_a_4xx_with_a_message(tmp_path):

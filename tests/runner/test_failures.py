@@ -6,6 +6,7 @@ them while the finished runs stay untouched."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -72,7 +73,7 @@ def test_a_run_killed_mid_way_is_redone_cleanly_and_finished_runs_stay_untouched
     os.kill(pid, signal.SIGKILL)
     _, err = process.communicate(timeout=300)
     assert process.returncode == 2, err
-    assert f"{victim_id} (the run process was killed by signal 9 before it reported an outcome)" in err
+    assert f"the run process was killed by signal 9 before it reported an outcome ({victim_id})" in err
     victim = run_dir(study, victim_id)
     assert not victim.exists() and stale_dirs(victim) == [temp]  # nothing that looks finished
     finished = [r.run_id for r in batch.runs if r.run_id != victim_id]
@@ -100,8 +101,10 @@ def test_a_model_server_that_dies_mid_batch_leaves_its_runs_unfinished(tmp_path,
         run_batch(study, batch, log=tmp_path / "batch.log", echo=False)
     message = str(failure.value)
     assert "2 of 3 runs did not finish" in message
-    assert f"{second} (stopped: model server exited with status 1" in message
-    assert f"{third} (not started: model server exited with status 1" in message
+    # each reason once, with the runs it stopped
+    assert re.search(rf"stopped: model server exited with status 1 \(see [^)]*\) \({re.escape(second)}\)", message)
+    assert re.search(rf"not started: model server exited with status 1 \(see [^)]*\) \({re.escape(third)}\)",
+                     message)
     assert run_json(study, first)["status"] == "submitted" and run_json(study, first)["turns"] == 3
     assert not run_dir(study, second).exists() and not run_dir(study, third).exists()
     assert "dying on completion 5" in (Layout(study.results_dir).batch_dir(batch.key) / "model_server.log").read_text()
@@ -142,8 +145,9 @@ def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, 
         run_batch(study, batch, echo=False)
     message = str(failure.value)
     assert "3 of 4 runs did not finish" in message
-    assert f"mini/baseline/{TASK}/2 (proxy: could not start: [Errno 98] Address already in use)" in message
-    assert "mini/baseline/demo__ledger-1/1 (workspace: could not check out demo__ledger-1" in message
+    assert f"proxy: could not start: [Errno 98] Address already in use (mini/baseline/{TASK}/2)" in message
+    assert re.search(r"workspace: could not check out demo__ledger-1[^;]*\(mini/baseline/demo__ledger-1/1, "
+                     r"mini/baseline/demo__ledger-1/2\)", message)
     assert run_json(study, f"mini/baseline/{TASK}/1")["status"] == "submitted"
     for rid in (f"mini/baseline/{TASK}/2", "mini/baseline/demo__ledger-1/1", "mini/baseline/demo__ledger-1/2"):
         assert not run_dir(study, rid).exists()

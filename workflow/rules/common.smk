@@ -1,12 +1,13 @@
 # Target lists and input functions shared by the stage rule files.
 
 from forgetting.containers import (
-    CPU_IMAGES,
-    GPU_IMAGES,
     ContainerSettings,
+    agents_partition,
+    images_by_partition,
     images_for_evaluation,
     images_for_runs,
     instance_image_dir,
+    server_images,
     study_images,
 )
 
@@ -16,6 +17,11 @@ BATCH_DIR = f"{RESULTS}/batches/{{agent}}/{{configuration}}/{{batch}}"
 PREFLIGHT_DIR = f"{RESULTS}/preflight"
 PREFLIGHT_KEY = target_key(PLAN.study)
 PREFLIGHT_PARTITIONS = partitions_of(PLAN.study)
+# the partition of the batch jobs: the GPU one beside their vLLM, the CPU one beside an endpoint
+AGENTS_PARTITION = agents_partition(PLAN.study)
+# the images each partition builds: where their code runs (the agents' where the batch jobs run)
+GPU_IMAGES = images_by_partition(PLAN.study)["gpu"]
+CPU_IMAGES = images_by_partition(PLAN.study)["cpu"]
 
 
 def final_targets():
@@ -87,6 +93,19 @@ def preflight_output(partition):
     return [ancient(f"{PREFLIGHT_DIR}/{partition}-{PREFLIGHT_KEY}.txt")]
 
 
+def batch_images():
+    return {ancient(p) for agent in PLAN.study.agents for p in images_for_runs(PLAN.study, agent)}
+
+
 def preflight_gpu_images(wildcards):
-    """The images the GPU partition's preflight reads: every batch job's."""
-    return sorted({ancient(p) for agent in PLAN.study.agents for p in images_for_runs(PLAN.study, agent)})
+    """The images the GPU partition's preflight reads: every batch job's where they run there,
+    and route C's server job's."""
+    batches = batch_images() if AGENTS_PARTITION == "gpu" else set()
+    return sorted(batches | {ancient(p) for p in server_images(PLAN.study)})
+
+
+def preflight_cpu_images(wildcards):
+    """The images the CPU partition's preflight reads: the evaluation's, and every batch job's
+    where they run there (route C)."""
+    batches = batch_images() if AGENTS_PARTITION == "cpu" else set()
+    return sorted(batches | set(evaluation_images(wildcards)))

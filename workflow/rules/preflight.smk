@@ -1,7 +1,7 @@
 # The site's preflight (forgetting preflight, docs/cluster.md "First launch"): the node checks of
 # each partition the study uses, as one small job on that partition, before any job that needs
-# them. run_batch depends on the GPU partition's, evaluate_batch (apptainer backend) on the CPU
-# partition's. A job writes its output only when every check passed, so a FAIL stops the study
+# them. run_batch depends on its agents' partition's (the GPU one beside vLLM, the CPU one beside
+# an endpoint: route C), evaluate_batch (apptainer backend) on the CPU partition's. A job writes its output only when every check passed, so a FAIL stops the study
 # before its first batch and names what to do (the job's log has one line per check). The
 # output's name hashes the settings the checks read: a changed setting gets a new preflight.
 # The demo uses no partition and has no preflight job.
@@ -33,7 +33,7 @@ rule preflight_gpu:
 
 rule preflight_cpu:
     input:
-        images=evaluation_images,
+        images=preflight_cpu_images,
     output:
         f"{PREFLIGHT_DIR}/cpu-{{key}}.txt",
     log:

@@ -8,7 +8,7 @@
 rule run_batch:
     input:
         images=run_images,
-        preflight=preflight_output("gpu"),
+        preflight=preflight_output(AGENTS_PARTITION),
     output:
         manifest=f"{BATCH_DIR}/runs.json",
     log:

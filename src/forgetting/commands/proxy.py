@@ -35,6 +35,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--run-id", default="manual", help="run id written to the log and sent upstream")
     p.add_argument("--config", metavar="STUDY.yaml",
                    help="resolve NAME and the deletion/proxy settings from this study config")
+    p.add_argument("--api-key-env", metavar="NAME",
+                   help="send the key in this environment variable upstream (a hosted API), never the client's")
     p.set_defaults(func=run)
 
 
@@ -72,8 +74,15 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: must be in 0..65535")
     actions = agent_actions(args.agent, study)
+    access = None
+    if args.api_key_env:
+        from forgetting.endpoint_settings import read_api_key
+        from forgetting.proxy.upstream import Access
+
+        key = read_api_key(args.api_key_env, what="--api-key-env")
+        access = Access(api_key=key, key_name=args.api_key_env)
     handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id, actions=actions,
-                         host=args.host, port=args.port, settings=settings)
+                         host=args.host, port=args.port, settings=settings, access=access)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     print(f"forgetting proxy: {handle.url} -> {handle.server.upstream.url} "

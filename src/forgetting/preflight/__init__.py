@@ -2,22 +2,27 @@
 with what to do, before any batch job is submitted.
 
 The checks of a node (:mod:`forgetting.preflight.checks`) depend on the partition its jobs run
-on — the study uses the GPU partition where ``model.backend`` is ``vllm`` (the batch jobs) and
-the CPU partition where ``evaluation.backend`` is ``apptainer`` (the evaluation jobs):
+on — the study uses the GPU partition where vLLM serves the model (``model.backend: vllm``, in
+the batch jobs; or route C's server job, ``model.backend: endpoint`` with an ``address_file``)
+and the CPU partition where ``evaluation.backend`` is ``apptainer`` (the evaluation jobs) or the
+agents run beside an endpoint (the batch jobs of ``model.backend: endpoint``,
+:func:`agents_partition`):
 
-* GPU: Apptainer; the server's and the agent's images (their SIF header's architecture against
-  this host's); the instance images the agents work in; the job's GPU inside the server's image
-  (``--nv``); the GPU's memory against the KV-cache budget of the model's ``config.json``
-  (:mod:`forgetting.vllm_memory`) and the prefix cache against ``execution.concurrency``; room
-  for the sandboxes on ``execution.scratch_dir``; ``trae-cli --help`` inside its image; the conda
-  environments' architecture;
-* CPU: Apptainer; the instance images the evaluation runs; the conda environments.
+* the model server's (GPU): Apptainer; the server's image (its SIF header's architecture
+  against this host's); the job's GPU inside it (``--nv``); the GPU's memory against the
+  KV-cache budget of the model's ``config.json`` (:mod:`forgetting.vllm_memory`) and the prefix
+  cache against ``execution.concurrency``;
+* the agents' (GPU beside vLLM, CPU beside an endpoint): the agent's image; the instance images
+  the agents work in; room for the sandboxes on ``execution.scratch_dir``; ``trae-cli --help``
+  inside its image;
+* the evaluation's (CPU): Apptainer; the instance images the evaluation runs;
+* every partition's: the conda environments' architecture.
 
 ``--serve`` starts the model server from its image and asks ``/v1/models`` and ``/tokenize``
 (:mod:`forgetting.preflight.serve`); ``--smoke`` takes one baseline task per agent through run,
 evaluation and analysis (:mod:`forgetting.preflight.smoke`). The workflow's ``preflight`` target
 runs the node checks as one small job per partition (``workflow/rules/preflight.smk``); the batch
-jobs depend on the GPU one, the evaluation jobs on the CPU one.
+jobs depend on the agents' partition's, the evaluation jobs on the CPU one.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from forgetting.atomic import write_text
 from forgetting.config import Study
-from forgetting.containers import expand_path, runs_need_instance_images
+from forgetting.containers import agents_partition, expand_path, run_images, runs_need_instance_images, serves_vllm
 from forgetting.errors import UserError
 from forgetting.evaluation.settings import EvalSettings
 from forgetting.preflight import checks as c
@@ -58,11 +65,18 @@ class PreflightFailed(UserError):
 def partitions_of(study: Study) -> list[str]:
     """The partitions whose jobs need the cluster's software (the demo: none)."""
     out = []
-    if study.section("model")["backend"] == "vllm":
+    if serves_vllm(study):
         out.append("gpu")
-    if study.section("evaluation")["backend"] == "apptainer":
+    if study.section("evaluation")["backend"] == "apptainer" or agents_need_cpu_partition(study):
         out.append("cpu")
     return out
+
+
+def agents_need_cpu_partition(study: Study) -> bool:
+    """The batch jobs run the cluster's agents on the CPU partition: beside an endpoint, in the
+    instance images or an agent's image (the demo's agents, beside any endpoint, need nothing)."""
+    images = runs_need_instance_images(study) or any(run_images(study, a) for a in study.agents)
+    return agents_partition(study) == "cpu" and images
 
 
 def target_key(study: Study) -> str:
@@ -78,6 +92,14 @@ def _image(study: Study, value: str | None, key: str) -> Path | None:
 
 
 def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
+    """The GPU partition's: the model server's, and the agents' where they run beside it."""
+    beside = agents_partition(study) == "gpu"
+    return model_server_checks(study, environ, binfmt_dir, agents_beside=beside)
+
+
+def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path, *,
+                        agents_beside: bool) -> list[Check]:
+    """vLLM's checks (``agents_beside``: with the agents', in the order a batch job meets them)."""
 
     model, agent = study.section("model"), study.section("agent")
     vllm = model["vllm"]
@@ -86,16 +108,9 @@ def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
     server = _image(study, vllm.get("apptainer_image"), "model.vllm.apptainer_image")
     if server:
         out.append(c.check_image("vllm", server, build_hint=BUILD_HINT, binfmt_dir=binfmt_dir))
-    trae = _image(study, agent["trae"].get("apptainer_image"), "agent.trae.apptainer_image") \
-        if "trae" in study.agents else None
-    if trae:
-        out.append(c.check_image("trae-agent", trae, build_hint=BUILD_HINT, binfmt_dir=binfmt_dir))
-    evaluation = EvalSettings.from_study(study)
-    sif_sizes: list[int] = []
-    if runs_need_instance_images(study):
-        out.append(c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch,
-                                           binfmt_dir=binfmt_dir))
-        sif_sizes = [p.stat().st_size for i in study.tasks if (p := evaluation.image_dir / f"{i}.sif").is_file()]
+    agents = AgentChecks(study, agent, apptainer, environ, binfmt_dir) if agents_beside else None
+    if agents:
+        out += agents.images()
     if server:
         out.append(c.check_gpu_in_container(apptainer, server, environ))
     gpu, why = c.query_gpu(environ)
@@ -122,23 +137,62 @@ def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
         out.append(Check("kv cache budget", ok, line))
         if ok:
             out.append(Check("prefix cache", *prefix_cache_line(budget)))
-    mini = [a for a in study.agents if a in ("mini", "mini-text")]
-    if mini and runs_need_instance_images(study):
-
-        settings = RunnerSettings.from_study(study)
-        out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, sif_sizes))
-    if trae:
-        out.append(c.check_trae_cli(apptainer, trae, str(agent["trae"]["executable"]), environ))
+    if agents:
+        out += agents.sandboxes()
     return out
 
 
+@dataclass
+class AgentChecks:
+    """The checks of the node the agents run on: their images, the instance images they work
+    in, room for their sandboxes, ``trae-cli`` inside its image."""
+
+    study: Study
+    agent: Mapping[str, Any]
+    apptainer: str
+    environ: Mapping[str, str]
+    binfmt_dir: Path
+    trae: Path | None = None
+    sif_sizes: list[int] = field(default_factory=list)
+
+    def images(self) -> list[Check]:
+        study, out = self.study, []
+        self.trae = _image(study, self.agent["trae"].get("apptainer_image"), "agent.trae.apptainer_image") \
+            if "trae" in study.agents else None
+        if self.trae:
+            out.append(c.check_image("trae-agent", self.trae, build_hint=BUILD_HINT, binfmt_dir=self.binfmt_dir))
+        evaluation = EvalSettings.from_study(study)
+        if runs_need_instance_images(study):
+            out.append(c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch,
+                                               binfmt_dir=self.binfmt_dir))
+            self.sif_sizes = [p.stat().st_size for i in study.tasks
+                              if (p := evaluation.image_dir / f"{i}.sif").is_file()]
+        return out
+
+    def sandboxes(self) -> list[Check]:
+        study, out = self.study, []
+        mini = [a for a in study.agents if a in ("mini", "mini-text")]
+        if mini and runs_need_instance_images(study):
+
+            settings = RunnerSettings.from_study(study)
+            out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, self.sif_sizes))
+        if self.trae:
+            out.append(c.check_trae_cli(self.apptainer, self.trae, str(self.agent["trae"]["executable"]), self.environ))
+        return out
+
+
 def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
+    """The CPU partition's: the evaluation's, and the agents' where they run beside an endpoint."""
 
     evaluation = EvalSettings.from_study(study)
-    return [
+    out = [
         c.check_apptainer(evaluation.apptainer.executable),
         c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch, binfmt_dir=binfmt_dir),
     ]
+    if agents_partition(study) == "cpu":
+        agents = AgentChecks(study, study.section("agent"), evaluation.apptainer.executable, environ, binfmt_dir)
+        out += [ch for ch in agents.images() + agents.sandboxes() if all(ch.name != seen.name for seen in out)]
+    return out
 
 
 def node_checks(study: Study, partitions: Sequence[str], *, environ: Mapping[str, str] | None = None,

@@ -52,7 +52,7 @@ from forgetting.proxy.openai_api import (
     upstream_error_body,
 )
 from forgetting.proxy.settings import ProxySettings
-from forgetting.proxy.upstream import Upstream
+from forgetting.proxy.upstream import Access, Upstream
 
 RUN_HEADER = "X-Forgetting-Run"
 SEED_HEADER = "X-Forgetting-Seed"
@@ -323,6 +323,7 @@ def start_proxy(
     host: str = "127.0.0.1",
     port: int = 0,
     settings: ProxySettings | None = None,
+    access: Access | None = None,
 ) -> ProxyHandle:
     """Start a proxy for one run in a background thread; its call log is ``log_dir/calls.jsonl``.
 
@@ -330,9 +331,10 @@ def start_proxy(
     pattern, :func:`forgetting.agents.action_syntax`; None for tool calls) — the
     deletion engine never touches them; the call log's header records it.
     ``port=0`` picks a free port (see ``.url``). Appending to an existing log of the same run
-    resumes it (a torn last line is cut off first)."""
+    resumes it (a torn last line is cut off first). ``access``: the API key to send upstream
+    (never logged) and the limits the runs of a batch share (:mod:`forgetting.proxy.upstream`)."""
     settings = settings or ProxySettings.from_config()
-    up = Upstream(upstream, **settings.upstream_options())
+    up = Upstream(upstream, **settings.upstream_options(), access=access, jitter_seed=int(seed))
     log_path = Path(log_dir) / FILENAME
     header = {
         "run_id": run_id,

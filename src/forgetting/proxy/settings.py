@@ -16,11 +16,16 @@ class ProxySettings:
     """The keys of ``execution.proxy`` (config/README.md), and the ``deletion`` section."""
 
     deletion: DeletionSettings
-    #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504)
+    #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504);
+    #: the policy: :mod:`forgetting.proxy.upstream`
     retries: int
     #: wait before the first retry; doubles with each further retry, capped at backoff_max_s
     backoff_s: float
     backoff_max_s: float
+    #: share of each backoff wait taken off at random (deterministic: the run's seed)
+    jitter: float
+    #: all of one request's waits between attempts together at most (Retry-After included)
+    max_wait_s: float
     #: seconds to wait for the upstream's reply to one attempt (a long generation takes a while)
     timeout_s: float
     connect_timeout_s: float
@@ -38,7 +43,8 @@ class ProxySettings:
         p = config_schema.section("execution.proxy", proxy_section)
         return cls(
             deletion=DeletionSettings.from_config(deletion_section), retries=int(p["retries"]),
-            backoff_s=float(p["backoff_s"]), backoff_max_s=float(p["backoff_max_s"]), timeout_s=float(p["timeout_s"]),
+            backoff_s=float(p["backoff_s"]), backoff_max_s=float(p["backoff_max_s"]), jitter=float(p["jitter"]),
+            max_wait_s=float(p["max_wait_s"]), timeout_s=float(p["timeout_s"]),
             connect_timeout_s=float(p["connect_timeout_s"]), fsync=bool(p["fsync"]),
         )
 
@@ -53,5 +59,5 @@ class ProxySettings:
 
     def upstream_options(self) -> dict[str, Any]:
         """How the proxy talks to the model server: :class:`~forgetting.proxy.upstream.Upstream`'s options."""
-        keys = ("retries", "backoff_s", "backoff_max_s", "timeout_s", "connect_timeout_s")
+        keys = ("retries", "backoff_s", "backoff_max_s", "jitter", "max_wait_s", "timeout_s", "connect_timeout_s")
         return {k: getattr(self, k) for k in keys}

@@ -1,27 +1,53 @@
 """The upstream OpenAI-compatible server, as the proxy calls it: keep-alive connections
-(one per proxy thread), retries with exponential backoff where a retry is safe.
+(one per proxy thread), retries where a retry is safe, the API key, and the limits the runs
+of a batch share in front of one endpoint.
 
-Chat completions have no side effects, so a retry is always safe for correctness; the
-proxy retries what is likely transient — connection failures (refused, reset, closed), 429,
-502, 503 and 504, honouring ``Retry-After`` up to the backoff cap — and not a read timeout
-(the server is busy generating; a retry would double its load) nor any other status.
+Retries. Chat completions have no side effects, so a retry is always safe for correctness;
+the proxy retries what is likely transient — connection failures (refused, reset, closed),
+429, 502, 503 and 504 — and not a read timeout (the server is busy generating; a retry
+would double its load) nor any other status. The wait before retry *n* is the backoff
+``min(backoff_max_s, backoff_s · 2^(n−1))`` shortened by a deterministic jitter — times
+``1 − jitter · u`` with ``u`` in [0, 1) drawn from the run's seed, the request's number and
+the attempt (:func:`forgetting.seeds.unit`), so the runs of a batch do not retry in step and
+a rerun waits the same — or, when the reply carries ``Retry-After`` (seconds, or an HTTP
+date), at least that long, even beyond ``backoff_max_s``: the server said when to come back.
+Every request's waits together stay within ``max_wait_s``: a wait that would pass it is not
+made, and the request fails at once with the last reply. A failure on a reused keep-alive
+connection (the server may have closed it while idle) is retried without a wait.
+
+The API key (:class:`Access`) goes upstream as ``Authorization: Bearer …`` in place of the
+client's; it is never logged, and every occurrence of it in what comes back (a provider that
+echoes a wrong key in its error message) is replaced by ``[redacted]`` before the proxy
+sees the reply. :attr:`Upstream.failure` says, in one line naming the upstream's URL and what
+to do, why the last request failed when the upstream (not the request) was at fault; a later
+successful request clears it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import email.utils
 import http.client
+import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from forgetting.errors import UserError
+from forgetting.seeds import unit
+
+if TYPE_CHECKING:
+    from forgetting.proxy.shared_limits import SharedLimits
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 _CONNECTION_ERRORS = (ConnectionError, http.client.HTTPException, socket.gaierror, BrokenPipeError)
+#: what replaces the API key wherever a reply repeats it
+REDACTED = "[redacted]"
 
 
 @dataclass
@@ -30,12 +56,32 @@ class Reply:
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)
     attempts: int = 1
-    error: str | None = None  # set when no HTTP reply came back
+    error: str | None = None  # set when no usable HTTP reply came back
     stale: bool = False
+    #: worth another attempt: a connection failure, or HTTP 429, 502, 503, 504 (not a read
+    #: timeout, nor a reply that is no JSON)
+    retryable: bool = False
+    #: seconds spent waiting between the attempts
+    waited_s: float = 0.0
+    #: set when the retries stopped before ``retries`` was used up (the wait budget)
+    gave_up: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.error is None and 200 <= self.status < 300
+
+
+@dataclass(frozen=True)
+class Access:
+    """How to reach the upstream besides its URL: the API key (never logged, never in a
+    ``repr``), the name of the environment variable it came from (for messages), and the
+    limits the runs of a batch share (None: none)."""
+
+    api_key: str | None = field(default=None, repr=False)
+    key_name: str | None = None
+    shared: SharedLimits | None = None
+    #: what the upstream is called in messages
+    label: str = "model server"
 
 
 def base_url(url: str) -> tuple[str, str, int, str]:
@@ -50,6 +96,81 @@ def base_url(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname, port, path
 
 
+def retry_after_s(value: str | None, now: float) -> float | None:
+    """A ``Retry-After`` header in seconds from ``now`` (unix time): a number of seconds, or
+    an HTTP date (RFC 9110; a date in the past is 0); None when absent or unreadable."""
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is GMT
+            when = when.replace(tzinfo=datetime.UTC)
+        return max(0.0, when.timestamp() - now)
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):  # NaN, inf
+        return None
+    return max(0.0, seconds)
+
+
+def _short(body: bytes) -> str:
+    """The gist of an error body: its OpenAI-style ``error.message``, else its first text."""
+    text = body.decode("utf-8", errors="replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            text = err["message"]
+        elif isinstance(err, str):
+            text = err
+        elif isinstance(data.get("message"), str):
+            text = data["message"]
+    text = " ".join(text.split())
+    return text[:200] + ("…" if len(text) > 200 else "")
+
+
+def describe_failure(reply: Reply, url: str, *, key_name: str | None = None, what: str = "model server") -> str:
+    """One line: which server failed (its URL, never the key), how, and what to do."""
+    where = f"{what} {url}"
+    tries = f" after {reply.attempts} attempt{'s' if reply.attempts != 1 else ''}"
+    if reply.waited_s:
+        tries += f" over {reply.waited_s:.1f} s" if reply.waited_s < 10 else f" over {reply.waited_s:.0f} s"
+    stop = f" ({reply.gave_up})" if reply.gave_up else ""
+    if reply.error is not None and not reply.body:
+        if "did not answer within" in reply.error:
+            return (f"{reply.error}; a generation that long needs a larger execution.proxy.timeout_s, "
+                    "else the server is stuck")
+        return f"{reply.error}{tries}{stop}; check that the server runs and that its address is right"
+    if reply.error is not None:  # a reply that came back but is no JSON
+        return f"{reply.error}; is the base URL the server's OpenAI API root (…/v1)?"
+    gist = _short(reply.body).rstrip(".")
+    said = f": {gist}" if gist else ""
+    if reply.status in (401, 403):
+        key = f"the API key in ${key_name}" if key_name else "no API key (model.endpoint.api_key_env is not set)"
+        return f"{where} refused {key} (HTTP {reply.status}{said}); check the key and that it may use this model"
+    if reply.status == 404:
+        return (f"{where} answered HTTP 404{said}; check the base URL (the API root, …/v1) and "
+                "model.served_name (the name the server lists under GET /v1/models)")
+    if reply.status == 429:
+        return (f"{where} kept answering HTTP 429 (rate limited){tries}{stop}{said}; lower "
+                "model.endpoint.max_concurrent_requests or execution.concurrency, or raise execution.proxy.max_wait_s")
+    if reply.status >= 500:
+        return f"{where} answered HTTP {reply.status}{tries}{stop}{said}; the server is failing: retry later"
+    return f"{where} answered HTTP {reply.status}{said}"
+
+
+#: statuses that are the upstream's fault (or its operator's), not the request's: a run that
+#: ends on one is an infrastructure failure, redone later, never a result
+UPSTREAM_FAULTS = frozenset({401, 403, 404, 407, 408, 429}) | frozenset(range(500, 600))
+
+
 class Upstream:
     def __init__(
         self,
@@ -58,20 +179,33 @@ class Upstream:
         retries: int = 4,
         backoff_s: float = 0.5,
         backoff_max_s: float = 8.0,
+        jitter: float = 0.0,
+        max_wait_s: float = float("inf"),
         timeout_s: float = 900.0,
         connect_timeout_s: float = 10.0,
+        access: Access | None = None,
+        jitter_seed: int | str = 0,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.scheme, self.host, self.port, self.path = base_url(url)
         self.url = f"{self.scheme}://{self.host}:{self.port}{self.path}"
-        # the retry policy: attempts after the first, and the waits between them
+        # the retry policy: attempts after the first, the waits between them and their bounds
         self.retries, self.backoff_s, self.backoff_max_s = retries, backoff_s, backoff_max_s
+        self.jitter, self.max_wait_s, self.jitter_seed = jitter, max_wait_s, jitter_seed
         self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s  # per attempt, per connection
+        self.access = access or Access()
+        self._key = self.access.api_key.encode() if self.access.api_key else None
         self._sleep = sleep
+        self._clock = clock
         self._local = threading.local()
         self._all: list[http.client.HTTPConnection] = []
         self._all_lock = threading.Lock()
+        self._requests = 0
+        #: why the last request failed, when the upstream was at fault (None after a success)
+        self.failure: str | None = None
 
+    # -- connections ---------------------------------------------------------------------
     def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -92,53 +226,118 @@ class Upstream:
             conn.close()
             self._local.conn = None
 
+    def _headers(self, headers: Mapping[str, str]) -> dict[str, str]:
+        out = dict(headers)
+        if self._key is not None:
+            for name in [k for k in out if k.lower() == "authorization"]:
+                del out[name]
+            out["Authorization"] = f"Bearer {self.access.api_key}"
+        return out
+
+    def _redact(self, reply: Reply) -> Reply:
+        """Every occurrence of the API key in what came back, replaced (body, headers, message)."""
+        key = self._key
+        if key is None:
+            return reply
+        if key in reply.body:
+            reply.body = reply.body.replace(key, REDACTED.encode())
+        text_key = key.decode()
+        if reply.error and text_key in reply.error:
+            reply.error = reply.error.replace(text_key, REDACTED)
+        if any(text_key in v for v in reply.headers.values()):
+            reply.headers = {k: v.replace(text_key, REDACTED) for k, v in reply.headers.items()}
+        return reply
+
     def _once(self, method: str, path: str, body: bytes | None, headers: Mapping[str, str]) -> Reply:
         """One attempt. ``Reply.stale``: it failed on a reused keep-alive connection (which the
         server may have closed while idle), so a retry need not wait."""
         try:
             conn, reused = self._connection()
         except (OSError, *_CONNECTION_ERRORS) as exc:
-            return Reply(502, b"", error=f"upstream {self.url} unreachable: {exc}")
+            return Reply(502, b"", error=f"{self.access.label} {self.url} unreachable: {exc}", retryable=True)
         try:
-            conn.request(method, self.path + path, body=body, headers=dict(headers))
+            conn.request(method, self.path + path, body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
             reply_headers = {k.lower(): v for k, v in resp.getheaders()}
             if resp.will_close:
                 self._drop()
-            return Reply(resp.status, data, reply_headers)
+            reply = Reply(resp.status, data, reply_headers, retryable=resp.status in RETRY_STATUSES)
+            if 200 <= reply.status < 300 and not _looks_like_json(reply):
+                kind = reply_headers.get("content-type") or "no content type"
+                message = f"{self.access.label} {self.url} answered HTTP {reply.status} with {kind}, not JSON"
+                return Reply(502, data, reply_headers, error=message)
+            return reply
         except TimeoutError:
             self._drop()
-            message = f"upstream {self.url} did not answer within {self.timeout_s:g} s"
+            message = f"{self.access.label} {self.url} did not answer within {self.timeout_s:g} s"
             return Reply(504, b"", error=message)
         except (OSError, *_CONNECTION_ERRORS) as exc:
             self._drop()
-            message = f"upstream {self.url} failed: {type(exc).__name__}: {exc}"
-            return Reply(502, b"", error=message, stale=reused)
+            message = f"{self.access.label} {self.url} failed: {type(exc).__name__}: {exc}"
+            return Reply(502, b"", error=message, stale=reused, retryable=True)
 
-    def _wait(self, attempt: int, reply: Reply) -> float:
+    # -- the retry policy ----------------------------------------------------------------
+    def backoff(self, attempt: int, request_no: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based) of request ``request_no``
+        without ``Retry-After``: the capped exponential backoff, shortened by the jitter."""
         wait = min(self.backoff_max_s, self.backoff_s * 2 ** (attempt - 1))
-        retry_after = reply.headers.get("retry-after")
-        if retry_after:
-            with contextlib.suppress(ValueError):
-                wait = min(self.backoff_max_s, max(wait, float(retry_after)))
+        if self.jitter:
+            wait *= 1.0 - self.jitter * unit("retry-jitter", self.jitter_seed, request_no, attempt)
         return wait
+
+    def _wait(self, attempt: int, reply: Reply, request_no: int) -> float:
+        wait = self.backoff(attempt, request_no)
+        asked = retry_after_s(reply.headers.get("retry-after"), self._clock())
+        return max(wait, asked) if asked is not None else wait
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[None]:
+        shared = self.access.shared
+        if shared is None:
+            yield
+            return
+        with shared.slot():
+            yield
 
     def request(
         self, method: str, path: str, body: bytes | None = None, headers: Mapping[str, str] | None = None
     ) -> Reply:
         """Send ``method path`` (relative to the API base), retrying what is retryable."""
-        headers = headers or {}
-        attempt = 0
+        sent = self._headers(headers or {})
+        shared = self.access.shared
+        with self._all_lock:
+            self._requests += 1
+            request_no = self._requests
+        attempt, waited = 0, 0.0
         while True:
             attempt += 1
-            reply = self._once(method, path, body, headers)
-            reply.attempts = attempt
-            retryable = reply.status in RETRY_STATUSES and not (reply.error and reply.status == 504)
-            if not retryable or attempt > self.retries:
-                return reply
-            if not reply.stale:
-                self._sleep(self._wait(attempt, reply))
+            if shared is not None:
+                shared.wait_out_pause(self._sleep, self._clock)
+            with self._slot():
+                reply = self._redact(self._once(method, path, body, sent))
+            reply.attempts, reply.waited_s = attempt, round(waited, 3)
+            if not reply.retryable or attempt > self.retries:
+                return self._settle(reply)
+            if reply.stale:
+                continue
+            wait = self._wait(attempt, reply, request_no)
+            if waited + wait > self.max_wait_s:
+                reply.gave_up = (f"the next wait, {wait:.0f} s, would pass execution.proxy.max_wait_s "
+                                 f"= {self.max_wait_s:g} s")
+                return self._settle(reply)
+            if reply.status == 429 and shared is not None:
+                shared.pause_until(self._clock() + wait)  # the batch's other runs hold back too
+            self._sleep(wait)
+            waited += wait
+
+    def _settle(self, reply: Reply) -> Reply:
+        """Note why the request failed when the upstream was at fault; clear it on success."""
+        if reply.ok:
+            self.failure = None
+        elif reply.error is not None or reply.status in UPSTREAM_FAULTS:
+            self.failure = describe_failure(reply, self.url, key_name=self.access.key_name, what=self.access.label)
+        return reply
 
     def close(self) -> None:
         """Close every thread's connection."""
@@ -146,3 +345,13 @@ class Upstream:
             for conn in self._all:
                 conn.close()
             self._all.clear()
+
+
+def _looks_like_json(reply: Reply) -> bool:
+    """A 2xx reply whose body can be JSON: declared so, or starting like a JSON object or
+    array (the proxy parses it; this only catches an HTML page or a plain-text answer)."""
+    kind = reply.headers.get("content-type", "").lower()
+    if "json" in kind:
+        return True
+    head = reply.body.lstrip()[:1]
+    return head in (b"{", b"[")

@@ -27,7 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from forgetting import tokenizer
 from forgetting.agents import action_syntax, prepare_environment
 from forgetting.atomic import write_json
 from forgetting.config import Study
+from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
 from forgetting.layout import CALLS, PATCH, RUN_JSON, Layout
 from forgetting.model_server import serving
@@ -89,7 +89,8 @@ class BatchReport:
 def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
     """The model section the batch's server is started from: vLLM schedules at most the
     batch's ``execution.concurrency`` sequences unless ``model.vllm.max_num_seqs`` says otherwise;
-    the scripted stand-in learns where the demo tasks are."""
+    the scripted stand-in learns where the demo tasks are; an endpoint's address file is
+    resolved against the study's root."""
     model = dict(study.section("model"))
     if model["backend"] == "vllm" and model["vllm"].get("max_num_seqs") is None:
         model["vllm"] = {**model["vllm"], "max_num_seqs": settings.concurrency}
@@ -97,6 +98,10 @@ def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
         scripted = dict(model["scripted"])
         scripted.setdefault("tasks", str(settings.instances))
         model["scripted"] = scripted
+    address = model["endpoint"].get("address_file")  # optional: base_url instead
+    if model["backend"] == "endpoint" and address:
+        resolved = EndpointSettings.from_model(model, study.root).address_file
+        model["endpoint"] = {**model["endpoint"], "address_file": str(resolved)}
     return model
 
 
@@ -149,6 +154,8 @@ class BatchRunner:
         self.pending: deque[Run] = deque()
         self.total = 0
         self.versions: dict[str, Any] = {}
+        self.check_now = False
+        self.server: Any = None
 
     # ------------------------------------------------------------------ planning
 
@@ -171,7 +178,7 @@ class BatchRunner:
 
     # ------------------------------------------------------------------ processes
 
-    def _fork(self, run: Run, model_url: str, scratch: Path) -> None:
+    def _fork(self, run: Run, model_url: str, scratch: Path, access: Any = None) -> None:
         run_dir = self.layout.run_dir(run.run_id)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         started = time.time()
@@ -190,6 +197,7 @@ class BatchRunner:
                     scratch=scratch / f"{os.getpid()}",
                     model_url=model_url,
                     proxy_settings=self.proxy_settings,
+                    access=access,
                 )
             finally:
                 os._exit(code)
@@ -216,6 +224,7 @@ class BatchRunner:
 
     def _fail(self, run: Run, reason: str) -> None:
         self.report.failures[run.run_id] = reason
+        self.check_now = True  # is the model server still there? (the loop asks at once)
         self.report.done += 1
         self.say.line(f"[{self.report.done}/{self.total}] {run.run_id} NOT FINISHED: {reason}")
 
@@ -267,7 +276,7 @@ class BatchRunner:
             agent_exit_code=outcome.agent_exit_code,
             patch_bytes=patch.stat().st_size if patch.is_file() else 0,
             error=outcome.error,
-            model_backend=self.settings.backend,
+            model_backend=self.server.model_backend if self.server is not None else self.settings.backend,
             versions={
                 "agent": self.versions["agents"][run.agent],
                 "model": self.versions["model"],
@@ -278,19 +287,23 @@ class BatchRunner:
     # ------------------------------------------------------------------ the loop
 
     def execute(self, todo: list[Run], model_url: str, server: Any, scratch: Path) -> None:
+        self.server = server
         self.versions = {
             "agents": {a: agent_version(a, self.settings) for a in sorted({r.agent for r in todo})},
-            "model": model_version(self.settings.model),
+            "model": model_version(self.settings.model, server),
             "pipeline": pipeline_version(),
         }
         self.pending = deque(todo)
         self.total = len(todo)
         next_health = time.monotonic() + HEALTH_EVERY_S
         server_lost: str | None = None
+        access = getattr(server, "access", None)
         while self.pending or self.running:
             if server_lost is None:
-                server_lost = _server_trouble(server, time.monotonic() >= next_health)
-                if time.monotonic() >= next_health:
+                due = self.check_now or time.monotonic() >= next_health
+                server_lost = server.trouble(due)
+                if due:
+                    self.check_now = False
                     next_health = time.monotonic() + HEALTH_EVERY_S
                 if server_lost is not None:
                     self.say.line(f"model server lost: {server_lost}; stopping the runs in flight")
@@ -299,7 +312,7 @@ class BatchRunner:
                     while self.pending:
                         self._fail(self.pending.popleft(), f"not started: {server_lost}")
             while self.pending and len(self.running) < self.settings.concurrency:
-                self._fork(self.pending.popleft(), model_url, scratch)
+                self._fork(self.pending.popleft(), model_url, scratch, access)
             for slot, status in self._reap():
                 if server_lost is not None:
                     self._fail(slot.run, f"stopped: {server_lost}")
@@ -324,28 +337,19 @@ class BatchRunner:
         self.running.clear()
 
 
+def _by_reason(failures: dict[str, str]) -> str:
+    """The unfinished runs, grouped by why: ``reason (run, run, …); reason (run)``; each
+    reason once, however many runs met it (an endpoint that went away stops them all)."""
+    groups: dict[str, list[str]] = {}
+    for rid, why in sorted(failures.items()):
+        groups.setdefault(why, []).append(rid)
+    return "; ".join(f"{why} ({', '.join(rids)})" for why, rids in groups.items())
+
+
 def _exit_code(wait_status: int | None) -> int | None:
     if wait_status is None:
         return None
     return os.waitstatus_to_exitcode(wait_status)
-
-
-def _server_trouble(server: Any, check_health: bool) -> str | None:
-    """Why the model server can no longer serve (None while it can)."""
-    process = getattr(server, "process", None)
-    if process is not None and process.poll() is not None:
-        return f"model server exited with status {process.returncode} (see {server.log_path})"
-    if check_health and getattr(server, "health_url", None):
-        for _ in range(3):
-            try:
-                with urllib.request.urlopen(server.health_url, timeout=10) as resp:
-                    if resp.status == 200:
-                        return None
-            except OSError:
-                pass
-            time.sleep(1.0)
-        return f"model server stopped answering {server.health_url}"
-    return None
 
 
 class Terminated(SystemExit):
@@ -424,22 +428,23 @@ def run_batch(
                 check_ready(settings)
             with _scratch(settings, batch) as scratch:
                 preload({r.agent for r in todo}, scratch, settings)
-                say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; "
-                         f"starting the {settings.backend} model server")
+                what = "checking the model endpoint" if settings.backend == "endpoint" else (
+                    f"starting the {settings.backend} model server")
+                say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; {what}")
                 with serving(
-                    model_section(study, settings), log_path=server_log_path(study, batch, manifest), seed=study.seed
+                    model_section(study, settings), log_path=server_log_path(study, batch, manifest), seed=study.seed,
+                    scratch=scratch, proxy_settings=runner.proxy_settings, say=say.line,
                 ) as server:
-                    say.line(f"model server ready at {server.base_url} in {server.startup_s or 0:.1f} s")
+                    say.line(server.ready_line())
                     try:
                         runner.execute(todo, server.base_url, server, scratch)
                     finally:
                         runner.stop_all()
         report = runner.report
         if report.failures:
-            names = "; ".join(f"{rid} ({why})" for rid, why in sorted(report.failures.items()))
             raise RunsNotFinished(
                 f"{batch.key}: {len(report.failures)} of {len(batch.runs)} runs did not finish and will be "
-                f"redone by the next invocation: {names}"
+                f"redone by the next invocation: {_by_reason(report.failures)}"
             )
         statuses = Counter(e["status"] for e in report.entries.values())
         document = {

@@ -23,9 +23,10 @@ from forgetting.errors import UserError
 from forgetting.model_server import die_with_parent
 from forgetting.plan import Run
 from forgetting.proxy import start_proxy
+from forgetting.proxy.upstream import Access
 from forgetting.runner.context import RunContext
 from forgetting.runner.mini import run_mini
-from forgetting.runner.outcome import AgentOutcome, InfraFailure
+from forgetting.runner.outcome import SUBMITTED, AgentOutcome, InfraFailure
 from forgetting.runner.rundir import OUTCOME_FILE
 from forgetting.runner.settings import RunnerSettings
 from forgetting.runner.trae import run_trae
@@ -40,12 +41,16 @@ def run_agent(ctx: RunContext) -> AgentOutcome:
     return run_mini(ctx)
 
 
-def execute_run(
-    run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str, proxy_settings: object
-) -> AgentOutcome:
-    """Carry out ``run`` with its own deletion proxy in front of ``model_url``.
+def execute_run(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
+                proxy_settings: object, access: Access | None = None) -> AgentOutcome:
+    """Carry out ``run`` with its own deletion proxy in front of ``model_url`` (``access``: the
+    API key and shared limits of an endpoint, :mod:`forgetting.proxy.upstream`).
 
-    Raises :class:`InfraFailure` when the workspace or the proxy cannot be made.
+    Raises :class:`InfraFailure` when the workspace or the proxy cannot be made. A run whose
+    last model call failed because of the model server — unreachable, the key refused, the
+    model unknown, rate limited or failing past the proxy's retries, a reply that is no JSON
+    — is an infrastructure failure naming the server, whatever the agent made of the error
+    (an agent that stops on a 401 has not produced a result).
     """
     t0 = time.monotonic()
     task_text = problem_statement(settings, run.task)
@@ -57,6 +62,7 @@ def execute_run(
             proxy = start_proxy(
                 model_url, run.deletion, run.seed, out, run.run_id,
                 actions=action_syntax(run.agent, settings.mini_config_files.get(run.agent)), settings=proxy_settings,  # type: ignore[arg-type]
+                access=access,
             )
         except (UserError, OSError) as exc:
             raise InfraFailure(f"proxy: could not start: {exc}") from None
@@ -67,6 +73,10 @@ def execute_run(
         finally:
             proxy.stop()
         outcome.turns = proxy.calls
+        failure = proxy.server.upstream.failure
+        if failure is not None and outcome.status != SUBMITTED:
+            print(f"the agent stopped ({outcome.status}: {outcome.error}) after the model server failed", flush=True)
+            raise InfraFailure(failure)
         print(f"agent finished ({time.monotonic() - t0:.2f} s)", flush=True)
         return outcome
     finally:
@@ -97,18 +107,27 @@ def _setup_process(out: Path) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def child_main(
-    run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str, proxy_settings: object
-) -> int:
+def hide_key(access: Access | None) -> None:
+    """Remove the API key's variable from this run process's environment: the proxy holds the
+    key, and the agent — and every command it runs — must not see it (``env`` in a shell
+    would write it into the trajectory)."""
+    if access is not None and access.key_name:
+        os.environ.pop(access.key_name, None)
+
+
+def child_main(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
+               proxy_settings: object, access: Access | None = None) -> int:
     """The body of a forked run process; returns its exit status (never raises)."""
     try:
+        hide_key(access)
         out.mkdir(parents=True, exist_ok=False)
         scratch.mkdir(parents=True, exist_ok=True)
         _setup_process(out)
         print(f"run {run.run_id} (seed {run.seed}) pid {os.getpid()}", flush=True)
         try:
             outcome = execute_run(
-                run, settings, out=out, scratch=scratch, model_url=model_url, proxy_settings=proxy_settings
+                run, settings, out=out, scratch=scratch, model_url=model_url, proxy_settings=proxy_settings,
+                access=access,
             )
         except InfraFailure as exc:
             outcome = AgentOutcome(status="infra", error=str(exc))

@@ -45,14 +45,20 @@ def agent_version(agent: str, settings: RunnerSettings) -> dict[str, Any]:
     return {"name": "mini-swe-agent", "version": minisweagent.__version__, "style": style}
 
 
-def model_version(model: Mapping[str, Any]) -> dict[str, Any]:
+def model_version(model: Mapping[str, Any], served: Any = None) -> dict[str, Any]:
+    """The model's entry of ``versions``: name, served name, backend, what the served model
+    adds (``served.describe()``: an endpoint's URL and owner), and the stand-in's note when
+    the runs come from the scripted model (``served.model_backend``, else the backend)."""
     backend = str(model["backend"])
     out: dict[str, Any] = {
         "name": model["name"],
         "served_name": served_name_of(model),
         "backend": backend,
     }
-    if backend == "scripted":
+    if served is not None:
+        out.update(served.describe())
+    label = served.model_backend if served is not None else backend
+    if label == "scripted":
         out["note"] = SCRIPTED_NOTE
     return out
 

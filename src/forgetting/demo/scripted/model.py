@@ -144,6 +144,14 @@ class ScriptedModel:
         policy = Policy(task, conversation, draws, self.settings, multi_call=bool(tools), tools=toolset)
         return policy.decide(), task.instance_id
 
+    def tokenize(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer a ``POST /tokenize`` request as vLLM does for chat messages: the prompt's
+        token ids in the served model's chat format, the generation prompt included (what
+        ``prompt_tokens`` of a completion counts)."""
+        messages, tools = _check_request(request)
+        tokens = chat_format.prompt_token_ids(messages, tools)
+        return {"count": len(tokens), "tokens": tokens}
+
     def complete(self, request: Mapping[str, Any], seed_header: str | None = None) -> dict[str, Any]:
         """Answer one Chat Completions request (the body as parsed JSON)."""
         messages, tools = _check_request(request)

@@ -1,6 +1,8 @@
 """The scripted model over HTTP: an OpenAI-compatible server on loopback.
 
-Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. The seed
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``, and vLLM's
+``POST /tokenize`` for chat messages (the prompt's token ids: what a provider in front of it
+needs to apply its own cache rule, ``forgetting_testkit.fakes.provider``). The seed
 header ``X-Forgetting-Seed`` (added by the deletion proxy) keys the per-run draws.
 
 In-process use (tests, the runner)::
@@ -78,7 +80,7 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             path = self.path.split("?", 1)[0].rstrip("/")
-            if path not in ("/v1/chat/completions", "/chat/completions"):
+            if path not in ("/v1/chat/completions", "/chat/completions", "/tokenize"):
                 self._error(HTTPStatus.NOT_FOUND, f"no route {self.path}")
                 return
             try:
@@ -90,7 +92,10 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
                 return
             try:
                 request = json.loads(self.rfile.read(length))
-                response = model.complete(request, self.headers.get(SEED_HEADER))
+                if path == "/tokenize":
+                    response = model.tokenize(request)
+                else:
+                    response = model.complete(request, self.headers.get(SEED_HEADER))
             except (json.JSONDecodeError, UnicodeDecodeError):
                 self._error(HTTPStatus.BAD_REQUEST, "the body is not valid JSON")
                 return

@@ -1,7 +1,9 @@
 """Test doubles, named as such, for what cannot run on these machines. Each is also a script
 (run by path, as the binary it replaces would be): the ``apptainer`` binary, ``nvidia-smi``, an
-OpenAI-style model server (in process or as a script), ``vllm serve`` and Trae agent's ``trae-cli``.
-:func:`install` puts one on a ``bin/`` directory under its real name, for a test's ``PATH``."""
+OpenAI-style model server (in process or as a script), ``vllm serve``, Trae agent's ``trae-cli``
+and a hosted model provider (``provider``: in front of a model server, with a key, misbehaviour
+and its own prompt-cache rules). :func:`install` puts one on a ``bin/`` directory under its real
+name, for a test's ``PATH``."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ HERE = Path(__file__).resolve().parent
 APPTAINER = HERE / "apptainer.py"
 OPENAI_UPSTREAM = HERE / "openai_upstream.py"
 NVIDIA_SMI = HERE / "nvidia_smi.py"
+PROVIDER = HERE / "provider.py"
 TRAE_CLI = HERE / "trae_cli.py"
 VLLM = HERE / "vllm.py"
 

@@ -98,6 +98,9 @@ class FakeUpstream:
         self.failures: deque[Failure] = deque()
         self.completions = 0
         self.delay_s = 0.0  # seconds each chat completion takes
+        self.in_flight = 0  # chat completions being answered now …
+        self.max_in_flight = 0  # … and at most so far
+        self.arrivals: list[float] = []  # when each chat completion arrived (unix time)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer((host, port), self._handler())
         self._server.daemon_threads = True
@@ -177,8 +180,16 @@ class FakeUpstream:
                 if self.path != "/v1/chat/completions":
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
-                if fake.delay_s:
-                    time.sleep(fake.delay_s)
+                with fake._lock:
+                    fake.arrivals.append(time.time())
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    if fake.delay_s:
+                        time.sleep(fake.delay_s)
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
                 with fake._lock:
                     fake.completions += 1
                     n = fake.completions

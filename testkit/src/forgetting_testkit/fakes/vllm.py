@@ -15,8 +15,9 @@ FAKE_VLLM_SUBMIT_AT (a run's N-th call submits: ``echo COMPLETE_TASK_AND_SUBMIT_
 diff``), FAKE_VLLM_DIE_AFTER (the process exits abruptly on the chat completion after the N-th, as a
 crashed server would), FAKE_VLLM_CALL_DELAY (seconds each chat completion takes), FAKE_VLLM_ENV (file to write the
 CUDA_VISIBLE_DEVICES it was started with to, as JSON), FAKE_VLLM_KV_TOKENS (logs "GPU KV cache
-size: N tokens" as vLLM does once its cache is allocated). /tokenize counts whitespace-separated
-words as tokens (no tokenizer here) and reports --max-model-len.
+size: N tokens" as vLLM does once its cache is allocated), FAKE_VLLM_COMMAND (the shell command
+every call before the submitting one asks for, instead of reading a file). /tokenize counts
+whitespace-separated words as tokens (no tokenizer here) and reports --max-model-len.
 """
 
 import json
@@ -58,6 +59,7 @@ if os.environ.get("FAKE_VLLM_KV_TOKENS"):
 SUBMIT_AT = int(os.environ.get("FAKE_VLLM_SUBMIT_AT", "0"))
 DIE_AFTER = int(os.environ.get("FAKE_VLLM_DIE_AFTER", "0"))
 CALL_DELAY = float(os.environ.get("FAKE_VLLM_CALL_DELAY", "0"))
+COMMAND = os.environ.get("FAKE_VLLM_COMMAND", "")
 calls_per_run: Counter = Counter()
 lock = threading.Lock()
 completions = 0
@@ -66,8 +68,12 @@ completions = 0
 def reply(body, n):
     style = "tool_calls" if body.get("tools") else "text"
     out = canned_reply(body, style, n)
+    command = None
     if SUBMIT_AT and n >= SUBMIT_AT:
         command = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff"
+    elif COMMAND:
+        command = COMMAND
+    if command is not None:
         message = out["choices"][0]["message"]
         if style == "text":
             message["content"] = f"THOUGHT: done.\n\n```mswea_bash_command\n{command}\n```"

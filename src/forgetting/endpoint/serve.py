@@ -1,0 +1,129 @@
+"""``forgetting serve``: the study's model server as a job of its own (route C of
+docs/cluster.md: vLLM on the GPU partition, the batches on a CPU partition).
+
+It starts the server the study describes — ``vllm serve`` from ``model.vllm`` (or, for tests
+and the demo, the scripted stand-in) — listening on every interface, waits for its
+``/health``, then publishes its address in ``model.endpoint.address_file`` (atomically:
+:mod:`forgetting.endpoint.address`) and serves until SIGTERM or SIGINT (``scancel``, the
+job's time limit) or until the server dies; on the way out it withdraws the address first,
+so no batch connects to a server that is going away, then stops the server. The batches of
+a study with ``model.backend: endpoint`` and that ``address_file`` wait for the file and
+talk to the published address.
+
+The API key: with ``model.endpoint.api_key_env`` set, the server requires that key (vLLM's
+``--api-key``, given as ``VLLM_API_KEY`` in its environment — also ``APPTAINERENV_VLLM_API_KEY``
+for an image started with ``--cleanenv`` — never on its command line, which its log shows).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from forgetting.config import Study
+from forgetting.endpoint.address import ServerAddress, publish_address, withdraw_address
+from forgetting.endpoint_settings import EndpointSettings
+from forgetting.errors import ConfigError
+from forgetting.model_server import process_backend_of, served_name_of, server_for
+
+#: what ``forgetting serve --backend`` can start
+SERVABLE = ("vllm", "scripted")
+#: how often the serving loop looks at the server
+WATCH_S = 1.0
+
+
+def advertised_host(bind: str) -> str:
+    """The host batches connect to: the bind address, or this machine's name when it listens
+    on every interface."""
+    return socket.gethostname() if bind in ("0.0.0.0", "::", "") else bind
+
+
+def server_model(study: Study, backend: str) -> dict[str, Any]:
+    """The study's model section as a ``backend`` server starts from it."""
+    if backend not in SERVABLE:
+        raise ConfigError(f"--backend {backend!r}: forgetting serve starts {' or '.join(SERVABLE)}")
+    model = dict(study.section("model"))
+    model["backend"] = backend
+    if backend == "scripted":
+        dataset = study.section("dataset")
+        model["scripted"] = {**model["scripted"], "tasks": str(study.path(dataset["instances"]))}
+    return model
+
+
+def key_env(settings: EndpointSettings) -> dict[str, str]:
+    """The server's environment for the key (none without ``api_key_env``)."""
+    key = settings.api_key()
+    if key is None:
+        return {}
+    return {"VLLM_API_KEY": key, "APPTAINERENV_VLLM_API_KEY": key}
+
+
+def serve(
+    study: Study,
+    *,
+    backend: str = "vllm",
+    host: str = "0.0.0.0",
+    port: int = 0,
+    advertise: str | None = None,
+    log_path: Path | None = None,
+    say: Callable[[str], None] = print,
+    stop: threading.Event | None = None,
+) -> int:
+    """Serve the study's model until stopped (see the module docstring); return 0, or the
+    server's exit status when it died."""
+    settings = EndpointSettings.from_model(study.section("model"), study.root)
+    if settings.address_file is None:
+        raise ConfigError("model.endpoint.address_file: not set; forgetting serve publishes its address there "
+                          "(and the batches read it from there)")
+    model = server_model(study, backend)
+    env = key_env(settings) if backend == "vllm" else {}
+    server_backend = process_backend_of(model)
+    extra_env = {**server_backend.env(), **env}
+    address_file = settings.address_file
+    log_path = log_path or address_file.parent / "model_server.log"
+    stop = stop or threading.Event()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    if threading.current_thread() is threading.main_thread():
+        for s in previous:
+            signal.signal(s, lambda *_: stop.set())
+    address: ServerAddress | None = None
+    try:
+        if address_file.exists():
+            os.unlink(address_file)  # a dead server's: batches wait for this one instead
+            say(f"removed the address a previous server left in {address_file}")
+        server = server_for(model, log_path=log_path, seed=study.seed, host=host, port=port or None)
+        say(f"starting the {backend} model server (log: {log_path})")
+        server.start(timeout_s=server_backend.startup_timeout_s(model), env=extra_env)
+        try:
+            bound_port = int(server.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+            shown = advertise or advertised_host(host)
+            address = ServerAddress(
+                base_url=f"http://{shown}:{bound_port}/v1", host=shown, port=bound_port,
+                model=served_name_of(model), backend=backend,
+                started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                job_id=os.environ.get("SLURM_JOB_ID") or None, pid=os.getpid(),
+            )
+            publish_address(address_file, address)
+            say(f"serving {address.model!r} at {address.base_url} (ready in {server.startup_s or 0:.1f} s); "
+                f"address published in {address_file}")
+            while not stop.wait(WATCH_S):
+                trouble = server.trouble(False)
+                if trouble is not None:
+                    say(f"error: {trouble}")
+                    return int(server.process.returncode or 1) if server.process is not None else 1
+            say("stopping: address withdrawn, server shutting down")
+        finally:
+            if address is not None:  # first: no batch may connect to a server going away
+                withdraw_address(address_file, address)
+            server.stop()
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+    return 0
