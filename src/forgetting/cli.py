@@ -2,15 +2,21 @@
 
 Each subcommand lives in :mod:`forgetting.commands` as a module with ``add_parser(sub)``
 and ``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
-A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2.
+A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2, and
+so is a bad argument (after the usage line) and an :class:`OSError` on a path the user
+named — an argument, or the results directory of the study the arguments name (a
+directory where a file should go, a missing parent, no permission): ``error: PATH: why``.
+Any other exception is a bug and is not hidden.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from forgetting import __version__
 from forgetting.errors import UserError
@@ -33,8 +39,44 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its error as the one ``error:`` line every failure of the command line
+    prints (after the usage line)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(2, f"error: {self.prog}: {' '.join(message.split())}\n")
+
+
+def named_paths(args: argparse.Namespace) -> list[Path]:
+    """The paths the arguments name: every string argument (a path or not: only an error on
+    that path, below it, above it, or on an atomic write's temporary file beside it counts),
+    and the results directories of the studies loaded from them (``args.named_paths``)."""
+    values: list[object] = []
+    for key, value in vars(args).items():
+        if key == "func":
+            continue
+        values.extend(value if isinstance(value, list | tuple) else [value])
+    return [Path(os.path.abspath(v)) for v in values if isinstance(v, str | os.PathLike) and v and "\0" not in str(v)]
+
+
+def _user_path(exc: OSError, named: Iterable[Path]) -> str | None:
+    """The path of ``exc`` when it is one the user named (see :func:`named_paths`), else None."""
+    named = list(named)
+    for raw in (exc.filename2, exc.filename):  # a failed rename: filename2 is the target
+        if raw is None or isinstance(raw, int):
+            continue
+        path = Path(os.path.abspath(os.fsdecode(raw)))
+        for n in named:
+            if path == n or n in path.parents or path in n.parents:
+                return str(path)
+            if path.parent == n.parent and path.name.startswith(f".{n.name}."):  # forgetting.atomic's
+                return str(n)
+    return None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="forgetting",
         description="Trajectory deletion in software-engineering LLM agents: plan, run, evaluate, analyse.",
     )
@@ -59,6 +101,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        path = _user_path(exc, named_paths(args))
+        if path is None:
+            raise
+        print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

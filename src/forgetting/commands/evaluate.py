@@ -18,6 +18,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from forgetting.commands import arg_types
+
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
@@ -46,7 +48,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--instance", help="the instance id the patch is for (with --patch)")
     p.add_argument("--out", help="with --patch: where eval.json goes (default: the patch file's directory)")
     p.add_argument("--backend", choices=("docker", "apptainer", "local"), help="override evaluation.backend")
-    p.add_argument("--timeout", type=int, help="override evaluation.timeout_s (seconds)")
+    p.add_argument("--timeout", type=arg_types.integer(1), help="override evaluation.timeout_s (seconds, ≥ 1)")
     p.set_defaults(func=run)
 
 
@@ -101,7 +103,7 @@ def _redo_errored(study: Any, settings: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.commands.study_args import parse_overrides
+    from forgetting.commands.study_args import noted, parse_overrides
     from forgetting.config import load_study
     from forgetting.evaluation.backends import make_backend
     from forgetting.evaluation.evaluate import evaluate_patch, read_patch_file
@@ -111,10 +113,10 @@ def run(args: argparse.Namespace) -> int:
 
     configs = args.config or ["config/config.yaml"]
     if args.errored and not (args.run_dir or args.patch or args.instance):
-        study = load_study(configs, parse_overrides(args.set))
+        study = noted(args, load_study(configs, parse_overrides(args.set)))
         return _redo_errored(study, EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout))
     label, instance_id, patch_file, out = _target(args)
-    study = load_study(configs, parse_overrides(args.set))
+    study = noted(args, load_study(configs, parse_overrides(args.set)))
     settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
     backend = make_backend(settings, study)
     instance = load_instances(study, [instance_id])[instance_id]

@@ -103,10 +103,12 @@ def _commit_date(created_at: str, path: Path) -> str:
 
 
 def _task_file(tasks_dir: Path, instance_id: str, name: str, missing: str) -> tuple[Path, str]:
+    from forgetting.inputs import read_text
+
     path = Path(tasks_dir) / instance_id / name
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise ResourceError(f"{path}: {missing}")
-    return path, path.read_text(encoding="utf-8")
+    return path, read_text(path, what=name, error=ResourceError)
 
 
 def load_instance(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
@@ -116,6 +118,8 @@ def load_instance(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResourceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ResourceError(f"{path}: nested too deeply to read") from None
     _check_instance(data, path, instance_id)
     return data
 
@@ -196,6 +200,8 @@ def load_solution(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ResourceError(f"{path}: not valid YAML{where}") from None
+    except RecursionError:
+        raise ResourceError(f"{path}: nested too deeply to read") from None
     _check_solution(data, path)
     return data
 

@@ -37,19 +37,23 @@ def read_jsonl_instances(path: Path, wanted: set[str] | None = None) -> dict[str
             f"{path}: SWE-bench instances file not found (dataset.instances); "
             f"fetch it with `forgetting dataset fetch --out {path}` on a machine with network access"
         )
+    from forgetting.inputs import read_text
+
     rows: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResourceError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or "instance_id" not in row:
-                raise ResourceError(f"{path}: line {lineno} is not a dataset row (no instance_id)")
-            if wanted is None or row["instance_id"] in wanted:
-                rows[row["instance_id"]] = row
+    text = read_text(path, what="SWE-bench instances file", error=ResourceError)
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResourceError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ResourceError(f"{path}: line {lineno} is nested too deeply to read") from None
+        if not isinstance(row, dict) or not isinstance(row.get("instance_id"), str):
+            raise ResourceError(f"{path}: line {lineno} is not a dataset row (no instance_id)")
+        if wanted is None or row["instance_id"] in wanted:
+            rows[row["instance_id"]] = row
     return rows
 
 

@@ -26,6 +26,9 @@ class ProxySettings:
     connect_timeout_s: float
     #: fsync the call log after every record (survives a machine crash, not only a killed proxy)
     fsync: bool
+    #: seconds a client connection may sit idle (between requests, or stalled inside one)
+    #: before the proxy closes it and frees its thread
+    idle_timeout_s: float
     #: largest request body accepted (not configurable)
     max_request_bytes: ClassVar[int] = 64 * 1024 * 1024
 
@@ -44,6 +47,7 @@ class ProxySettings:
             timeout_s=float(p["timeout_s"]),
             connect_timeout_s=float(p["connect_timeout_s"]),
             fsync=bool(p["fsync"]),
+            idle_timeout_s=float(p["idle_timeout_s"]),
         )
 
     @classmethod
@@ -60,4 +64,5 @@ class ProxySettings:
             "timeout_s": self.timeout_s,
             "connect_timeout_s": self.connect_timeout_s,
             "fsync": self.fsync,
+            "idle_timeout_s": self.idle_timeout_s,
         }

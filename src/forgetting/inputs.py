@@ -1,0 +1,95 @@
+"""Reading a file the user names: the one place an unreadable file becomes one error line.
+
+Every text input a user hands the pipeline — a study config and its overlays, ``--set``
+values, a label-rules table, a price sheet, a task list, a demo task, a dataset file — is
+read here first. A file that is missing, a directory, unreadable (permissions), not UTF-8,
+not valid YAML or nested too deeply is one :class:`~forgetting.errors.UserError` line naming
+the file and, where there is one, the line; the caller's parser then checks the fields.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from forgetting.errors import UserError
+
+#: deepest nesting of a YAML or JSON document a reader accepts (configs nest 4 levels deep)
+MAX_DEPTH = 64
+
+
+def read_bytes(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = UserError) -> bytes:
+    """The bytes of ``path``; a missing, unreadable or directory path is one ``error`` line."""
+    p = Path(path)
+    try:
+        return p.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{p}: {what} not found") from None
+    except IsADirectoryError:
+        raise error(f"{p}: is a directory, not a {what}") from None
+    except OSError as exc:
+        raise error(f"{p}: cannot read the {what} ({exc.strerror or exc})") from None
+
+
+def decode_utf8(data: bytes, source: str, *, error: type[UserError] = UserError) -> str:
+    """``data`` as UTF-8 text; bytes that are not UTF-8 are one ``error`` line naming the line."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise error(
+            f"{source}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+def read_text(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = UserError) -> str:
+    """The UTF-8 text of ``path``, each problem one ``error`` line naming the file."""
+    return decode_utf8(read_bytes(path, what=what, error=error), str(path), error=error)
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deeply ``value`` nests (iteratively: a hostile document cannot exhaust the stack);
+    stops counting past ``limit``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_depth(value: Any, source: str, *, limit: int = MAX_DEPTH, error: type[UserError] = UserError) -> Any:
+    """``value`` unchanged, or one ``error`` line when it nests deeper than ``limit``."""
+    if _depth(value, limit) > limit:
+        raise error(f"{source}: nested more than {limit} levels deep")
+    return value
+
+
+def parse_yaml(text: str, source: str, *, error: type[UserError] = UserError) -> Any:
+    """YAML text → Python (safe loader); a syntax error is one line naming ``source`` and the line."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f": line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise error(f"{source}{where}: not valid YAML ({' '.join(str(problem).split())})") from None
+    except RecursionError:
+        raise error(f"{source}: nested too deeply to read") from None
+    return check_depth(data, source, error=error)
+
+
+def read_yaml(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = UserError) -> Any:
+    """A YAML file, parsed; every problem one ``error`` line naming the file (and the line)."""
+    return parse_yaml(read_text(path, what=what, error=error), str(path), error=error)
