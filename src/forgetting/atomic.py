@@ -12,7 +12,8 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,34 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def atomic_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
+    """Yield a temporary path beside each of ``paths``; when the body succeeds, every one is
+    renamed onto its path — only then, after all of them are written, so a failure or a kill
+    before that leaves each of ``paths`` as it was (a set of files replaced as a whole: the
+    last good set stays until a new one is complete). Temporary files an earlier, killed
+    attempt left beside ``paths`` are removed first."""
+    targets = [Path(p) for p in paths]
+    for target in targets:
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+    temps: list[Path] = []
+    try:
+        temps.extend(_temp_beside(t) for t in targets)
+        yield list(temps)
+        for tmp, target in zip(temps, targets, strict=True):
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
         raise
 
 

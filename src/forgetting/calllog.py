@@ -67,8 +67,8 @@ class PreparedPrompt:
 
     keys: list[str]
     tools_id: str | None
-    #: segment key → its record's line, for the segments not logged when it was prepared
-    new: dict[str, str]
+    #: segment key → its record, for the segments not logged when it was prepared
+    new: dict[str, dict[str, Any]]
 
 
 class CallLogWriter:
@@ -104,12 +104,10 @@ class CallLogWriter:
             stamp = time.time() if created is None else created
             self._write({"type": "header", "format": FORMAT, "created": stamp, **header})
 
-    def _write(self, record: Mapping[str, Any] | str) -> None:
-        line = record if isinstance(record, str) else _dumps(record)
+    def _write(self, record: Mapping[str, Any]) -> None:
         try:
-            self._fh.write(line + "\n")
+            self._fh.write(_dumps(record) + "\n")
         except UnicodeEncodeError:  # a lone surrogate: JSON can write it escaped, UTF-8 cannot
-            assert not isinstance(record, str)
             self._fh.write(json.dumps(record, ensure_ascii=True, separators=(",", ":"), sort_keys=True) + "\n")
         self._fh.flush()
         if self._fsync:
@@ -124,13 +122,13 @@ class CallLogWriter:
         plan = chat_format.segment_plan(messages, tools)
         with self._lock:
             keys = self._segment_keys(plan)
-            new: dict[str, str] = {}
+            new: dict[str, dict[str, Any]] = {}
             for key, (m, c, i) in zip(keys, plan, strict=True):
                 if key not in self._seen and key not in new:
                     ids = chat_format.segment_ids(m, c, tools if c.tools_id else None)
                     msg = dict(m) if i is not None else {**m, "implicit": True}
                     record = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids)}
-                    new[key] = _dumps({**record, "token_ids": ids})
+                    new[key] = {**record, "token_ids": ids}
         return PreparedPrompt(keys, chat_format.tools_id(tools), new)
 
     def append_call(
@@ -157,9 +155,9 @@ class CallLogWriter:
         keys = prompt.keys
         ok = status == 200 and error is None
         with self._lock:
-            for key, line in prompt.new.items():
+            for key, segment in prompt.new.items():
                 if key not in self._seen:
-                    self._write(line)
+                    self._write(segment)
                     self._seen.add(key)
             index = None
             if ok:

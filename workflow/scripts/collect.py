@@ -1,4 +1,5 @@
 from forgetting.collect import collect
-from forgetting.workflow import study_of
+from forgetting.workflow import job, study_of
 
-collect(study_of(snakemake), outputs=list(snakemake.output), log=snakemake.log[0])  # noqa: F821
+with job(snakemake):  # noqa: F821
+    collect(study_of(snakemake), outputs=list(snakemake.output), log=snakemake.log[0])  # noqa: F821

@@ -1,4 +1,5 @@
 from forgetting.containers import pull_chunk
-from forgetting.workflow import study_of
+from forgetting.workflow import job, study_of
 
-pull_chunk(study_of(snakemake), snakemake.wildcards.chunk, snakemake.output[0], log=snakemake.log[0])  # noqa: F821
+with job(snakemake):  # noqa: F821
+    pull_chunk(study_of(snakemake), snakemake.wildcards.chunk, snakemake.output[0], log=snakemake.log[0])  # noqa: F821

@@ -7,6 +7,8 @@ every run whose evaluation errored.
 
 Writes ``eval.json`` (and the ``eval/`` directory with the test log) into the run directory,
 or for a patch file into ``--out`` (default: the patch file's directory), and prints the status.
+A patch's evaluation never replaces what it did not write: when ``--out`` already holds an
+``eval.json`` or ``eval/``, it stops before any work (remove them, or give another ``--out``).
 ``--errored`` evaluates again each run of the study whose ``eval.json`` is an evaluation error
 (``timeout`` or ``error``), leaves every other run as it is and rewrites the evaluation manifest
 of each batch it touched, so the next workflow run analyses those batches again.
@@ -55,7 +57,7 @@ def add_parser(sub: Any) -> None:
 def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     """(label, instance id, patch file, output directory) of the evaluation asked for."""
     from forgetting.errors import UserError
-    from forgetting.layout import PATCH, RUN_JSON
+    from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH, RUN_JSON
     from forgetting.plan import parse_run_id
     from forgetting.records import is_finished
 
@@ -70,6 +72,14 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
         if not patch.is_file():
             raise UserError(f"{patch}: patch file not found")
         out = Path(args.out) if args.out else patch.resolve().parent
+        if out.exists() and not out.is_dir():
+            raise UserError(f"--out {out}: not a directory")
+        for existing in (out / EVAL_JSON, out / EVAL_DIR):
+            if existing.exists() or existing.is_symlink():
+                raise UserError(
+                    f"{existing}: already exists; evaluating a patch never replaces files it did not write "
+                    "(remove it, or give --out a new directory)"
+                )
         return args.instance, args.instance, patch, out
     if not args.run_dir:
         raise UserError("evaluate: give a run directory, or --patch FILE --instance ID")
