@@ -93,3 +93,33 @@ def parse_yaml(text: str, source: str, *, error: type[UserError] = UserError) ->
 def read_yaml(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = UserError) -> Any:
     """A YAML file, parsed; every problem one ``error`` line naming the file (and the line)."""
     return parse_yaml(read_text(path, what=what, error=error), str(path), error=error)
+
+
+def check_output_file(path: str | os.PathLike[str], key: str) -> Path:
+    """``path`` as a file a command may write — checked before any work: not a directory, and
+    no folder above it is a file (a missing one is made when it is written); otherwise one
+    line naming ``key`` (the option) and the path."""
+    p = Path(path)
+    if p.is_dir():
+        raise UserError(f"{key} {p}: is a directory, not a file")
+    for parent in p.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UserError(f"{key} {p}: {parent} is not a directory")
+            break
+    return p
+
+
+def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
+    """``path`` as a directory a command may write into — checked before any work: the
+    nearest part of it that exists is a writable directory (what is missing is made when
+    written); otherwise one line naming ``key`` and the path."""
+    p = Path(path)
+    for part in [p.absolute(), *p.absolute().parents]:
+        if part.exists():
+            if not part.is_dir():
+                raise UserError(f"{key} {p}: {part} is not a directory")
+            if not os.access(part, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
+                raise UserError(f"{key} {p}: {part} is not writable")
+            break
+    return p

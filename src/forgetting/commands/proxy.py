@@ -71,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
     study = noted(args, load_study(args.config)) if args.config else None
     deletion = resolve_deletion(args.deletion, study)
     settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
+    from forgetting.inputs import check_output_dir
+
+    check_output_dir(args.log, "--log")
     actions = agent_actions(args.agent, study)
     handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id, actions=actions,
                          host=args.host, port=args.port, settings=settings)

@@ -24,8 +24,11 @@ def add_parser(sub: Any) -> None:
 def run_sample(args: argparse.Namespace) -> int:
     from forgetting.atomic import write_text
     from forgetting.errors import UserError
+    from forgetting.inputs import check_output_file
     from forgetting.tasks import per_repository, read_id_file, stratified_sample
 
+    if args.out:
+        check_output_file(args.out, "--out")
     pool = read_id_file(Path(args.source), key="--from")
     if args.n > len(set(pool)):
         raise UserError(f"-n {args.n}: {args.source} holds only {len(set(pool))} distinct ids")
