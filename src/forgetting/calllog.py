@@ -389,6 +389,10 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
             torn_line = n
             break
         kind = rec.get("type")
+        if not isinstance(rec.get("ok", True), bool):
+            raise RunOutputError(
+                f"{p}: line {n}: 'ok' is {rec['ok']!r}, expected true or false; the call log is corrupt"
+            )
         if kind == "header":
             if rec.get("format") != FORMAT:
                 raise RunOutputError(f"{p}: unknown call-log format {rec.get('format')!r} (expected {FORMAT})")

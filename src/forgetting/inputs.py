@@ -19,6 +19,8 @@ from forgetting.errors import UserError
 
 #: deepest nesting of a YAML or JSON document a reader accepts (configs nest 4 levels deep)
 MAX_DEPTH = 64
+#: most values a YAML document may expand to (its aliases followed): a config has hundreds
+MAX_NODES = 1_000_000
 
 
 def read_bytes(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = UserError) -> bytes:
@@ -69,8 +71,29 @@ def _depth(value: Any, limit: int) -> int:
     return deepest
 
 
+def _expanded_size(value: Any, limit: int) -> int:
+    """How many values ``value`` holds with every shared part counted each time it is
+    referred to (a YAML alias expands so), computed once per distinct part; stops past ``limit``."""
+    sizes: dict[int, int] = {}
+    order: list[Any] = []
+    stack = [value]
+    while stack:  # every distinct container, parents before children
+        node = stack.pop()
+        if isinstance(node, dict | list) and id(node) not in sizes:
+            sizes[id(node)] = 0
+            order.append(node)
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    for node in reversed(order):  # children before parents
+        children = node.values() if isinstance(node, dict) else node
+        sizes[id(node)] = min(limit + 1, 1 + sum(sizes.get(id(c), 1) for c in children))
+    return sizes.get(id(value), 1)
+
+
 def check_depth(value: Any, source: str, *, limit: int = MAX_DEPTH, error: type[UserError] = UserError) -> Any:
-    """``value`` unchanged, or one ``error`` line when it nests deeper than ``limit``."""
+    """``value`` unchanged, or one ``error`` line when it nests deeper than ``limit`` or
+    expands (aliases followed) to more than :data:`MAX_NODES` values."""
+    if _expanded_size(value, MAX_NODES) > MAX_NODES:
+        raise error(f"{source}: expands to more than {MAX_NODES:,} values (YAML aliases of aliases)")
     if _depth(value, limit) > limit:
         raise error(f"{source}: nested more than {limit} levels deep")
     return value
@@ -97,29 +120,25 @@ def read_yaml(path: str | os.PathLike[str], *, what: str = "file", error: type[U
 
 def check_output_file(path: str | os.PathLike[str], key: str) -> Path:
     """``path`` as a file a command may write — checked before any work: not a directory, and
-    no folder above it is a file (a missing one is made when it is written); otherwise one
-    line naming ``key`` (the option) and the path."""
+    the nearest folder above it that exists is a writable directory (a missing one is made
+    when it is written); otherwise one line naming ``key`` (the option) and the path."""
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{key} {p}: is a directory, not a file")
-    for parent in p.absolute().parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise UserError(f"{key} {p}: {parent} is not a directory")
-            break
+    check_output_dir(p.absolute().parent, key, shown=p)
     return p
 
 
-def check_output_dir(path: str | os.PathLike[str], key: str) -> Path:
+def check_output_dir(path: str | os.PathLike[str], key: str, *, shown: Path | None = None) -> Path:
     """``path`` as a directory a command may write into — checked before any work: the
     nearest part of it that exists is a writable directory (what is missing is made when
-    written); otherwise one line naming ``key`` and the path."""
+    written); otherwise one line naming ``key`` and the path (``shown``: the path to name)."""
     p = Path(path)
     for part in [p.absolute(), *p.absolute().parents]:
         if part.exists():
             if not part.is_dir():
-                raise UserError(f"{key} {p}: {part} is not a directory")
+                raise UserError(f"{key} {shown or p}: {part} is not a directory")
             if not os.access(part, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids):
-                raise UserError(f"{key} {p}: {part} is not writable")
+                raise UserError(f"{key} {shown or p}: {part} is not writable")
             break
     return p

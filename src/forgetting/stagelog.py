@@ -40,5 +40,5 @@ class StageLog:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None:
-            self.line(f"error: {exc}")
+            self.line(f"error: {exc}", echo=False)  # the caller reports it (the command line, workflow.job)
         self.close()

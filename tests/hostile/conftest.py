@@ -24,13 +24,14 @@ class Tally:
     changed: int = 0
     bad: int = 0
 
-    def record(self, surface: str, outcome: Outcome, *, expect: str = "any") -> list[str]:
-        """Count one case under ``surface`` and return what is wrong with it."""
+    def record(self, surface: str, outcome: Outcome, *, expect: str = "any", more: list[str] = ()) -> list[str]:
+        """Count one case under ``surface`` and return what is wrong with it (``more``: what
+        the caller found besides)."""
         self.cases[surface] += 1
         self.tracebacks += outcome.traceback is not None
         self.hangs += outcome.hang
         self.changed += bool(outcome.changed)
-        found = problems(outcome, expect=expect)
+        found = [*problems(outcome, expect=expect), *more]
         self.bad += bool(found)
         return found
 

@@ -23,6 +23,7 @@ model's latency, without an async framework to depend on.
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import re
@@ -177,6 +178,18 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             raise too_large
         return self._read_exactly(n)
 
+    def _linger(self) -> None:
+        """Before closing a connection whose request was not read whole: send the reply off
+        and read (briefly, boundedly) what the client is still sending, so that closing with
+        unread data does not reset the connection and lose the reply on the way."""
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(0.5)
+            for _ in range(64):
+                if not self.connection.recv(65536):
+                    break
+
     def _upstream_headers(self) -> dict[str, str]:
         headers = {
             "Content-Type": "application/json",
@@ -232,6 +245,7 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         except BadRequest as exc:
             self.close_connection = True  # the rest of the stream cannot be trusted to be a request
             self._error(exc.status, exc.message)
+            self._linger()
             return
         try:
             req = parse_request(body)

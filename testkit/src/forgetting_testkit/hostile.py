@@ -76,10 +76,14 @@ def snapshot(*roots: Path, skip_logs: bool = True) -> Snapshot:
 
 
 def changed(before: Snapshot, after: Snapshot, allowed: Iterable[Path] = ()) -> list[str]:
-    """The paths that appeared, went or changed between two snapshots, ``allowed`` (and what
-    lies below them) aside."""
+    """The files that appeared, went or changed between two snapshots, and the directories
+    that went, ``allowed`` (and what lies below them) aside. A new directory that holds no new
+    file (the folder of a stage's log) is no output."""
     ok = [str(a) for a in allowed]
-    diff = sorted(p for p in before.keys() | after.keys() if before.get(p, 0) != after.get(p, 0))
+    diff = sorted(
+        p for p in before.keys() | after.keys()
+        if before.get(p, 0) != after.get(p, 0) and not (p not in before and after[p] is None)
+    )
     return [p for p in diff if not any(p == a or p.startswith(a + os.sep) for a in ok)]
 
 
@@ -106,7 +110,7 @@ def run_main(argv: Sequence[str], *, timeout: float = CASE_TIMEOUT_S, cwd: Path 
                 outcome.returncode = exc.code if isinstance(exc.code, int) else 1
             except Hang:
                 outcome.hang = True
-            except BaseException:  # noqa: BLE001 - a traceback is what the case looks for
+            except BaseException:
                 outcome.traceback = traceback.format_exc()
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
