@@ -4,7 +4,13 @@
 #   snakemake --profile profiles/slurm                  the paper's study on a Slurm cluster
 #   snakemake ... --config only=delayed-turn-tool_output-50   one configuration only
 #   snakemake ... --config regenerate=true              tables and figures from cached run outputs
+import sys
+
 from snakemake.utils import min_version, validate
+
+# the package of this checkout, whatever else is installed: Snakemake's process imports it here,
+# every job through workflow/scripts/_checkout.py (envs/*.yaml hold third-party packages only)
+sys.path.insert(0, f"{workflow.basedir}/src")
 
 from forgetting.workflow import load
 
@@ -29,6 +35,7 @@ wildcard_constraints:
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/containers.smk"
+include: "workflow/rules/preflight.smk"
 include: "workflow/rules/plan.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/evaluate.smk"

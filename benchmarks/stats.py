@@ -33,23 +33,14 @@ sys.path.insert(0, str(ROOT / "src"))
 from forgetting.config import load_study  # noqa: E402
 from forgetting.plan import plan_runs  # noqa: E402
 from forgetting.stats.bootstrap import resample_indices  # noqa: E402
+from forgetting.stats.comparisons import METRICS as SPECS  # noqa: E402
 from forgetting.stats.comparisons import Bootstrap, compute_comparisons, compute_effects, compute_summary  # noqa: E402
 from forgetting.stats.metrics import Group, StudyData  # noqa: E402
 from forgetting.stats.settings import StatsSettings  # noqa: E402
 from forgetting_testkit.effects import synthetic_tables  # noqa: E402
 
-METRICS = (
-    "tasks_solved",
-    "turns",
-    "input_tokens",
-    "output_tokens",
-    "cost_flat",
-    "cost_cache",
-    "refetch_rate",
-    "cost_per_solved",
-    "deleted_vs_kept",
-    "refetch_distance",
-)
+#: every metric of the statistics, by name
+METRICS = tuple(m.name for m in SPECS)
 
 
 class LoopGroup:
@@ -147,7 +138,6 @@ def main() -> int:
 
     # both ways agree on the resamples the loop ran
     mask = np.ones(data.n_tasks, dtype=bool)
-    from forgetting.stats.comparisons import METRICS as SPECS
     from forgetting.stats.comparisons import effect_samples
 
     worst, where = 0.0, None

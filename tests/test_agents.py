@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.agents import MINI_CONFIGS, MINI_SUBMIT_MARKER
-from forgetting.runner.mini import config_path, prepare_environment
+from forgetting.agents import MINI_CONFIGS, MINI_SUBMIT_MARKER, config_path, prepare_environment
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
 

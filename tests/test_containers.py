@@ -12,12 +12,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.config import study_from_mapping
 from forgetting.containers import (
@@ -31,6 +31,7 @@ from forgetting.containers import (
     pull_chunks,
 )
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.instance_images import host_architecture
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.dryrun import by_rule, dry_run, small_study, study_config
@@ -115,17 +116,13 @@ def test_build_command_exactly():
 
 @pytest.fixture
 def fake_apptainer(tmp_path, monkeypatch):
-    exe = tmp_path / "bin" / "apptainer"
-    exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    exe.chmod(0o755)
+    exe = fakes.install(FAKE, tmp_path / "bin" / "apptainer")
     calls = tmp_path / "calls.jsonl"
     monkeypatch.setenv("FAKE_APPTAINER_CALLS", str(calls))
     return exe, calls
 
 
-def calls_of(path: Path) -> list[list[str]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+calls_of = fakes.apptainer_calls
 
 
 def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_path):
@@ -134,7 +131,7 @@ def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_pat
     target = tmp_path / "img" / "mini-swe-agent.sif"
     log = tmp_path / "logs" / "build.log"
     assert build_image(definition_path("mini-swe-agent"), target, settings, log=log) == target
-    assert "placeholder SIF of mini-swe-agent.def" in target.read_text()
+    assert b"placeholder SIF of mini-swe-agent.def" in target.read_bytes()
     (call,) = calls_of(calls)
     assert call[:2] == ["build", "--fakeroot"] and call[-1] == str(definition_path("mini-swe-agent"))
     assert Path(call[-2]).name.startswith(".mini-swe-agent.sif.")  # built under a temporary name
@@ -192,8 +189,10 @@ def test_pull_chunk_pulls_each_image_once_and_writes_its_marker(fake_apptainer, 
     for i in first.ids:
         assert record["images"][i]["sif"] == str(tmp_path / "sif" / f"{i}.sif")
         assert Path(record["images"][i]["sif"]).is_file()
+    arch = {"x86_64": "amd64", "arm64": "arm64"}[host_architecture()]
     assert [c[-1] for c in calls_of(calls)] == [
-        f"docker://swebench/sweb.eval.x86_64.{i.replace('__', '_1776_')}:latest".lower() for i in first.ids]
+        "docker://" + ImageSpec(instance_id=i, dockerfile="-", namespace="swebench", arch=arch).name for i in first.ids]
+    assert all(c[1:3] == ["--arch", arch] for c in calls_of(calls))  # the host's architecture, by default
     pull_chunk(study, first.name, marker)  # images already there: nothing pulled again
     assert len(calls_of(calls)) == len(first.ids)
     assert len((tmp_path / "pull.log").read_text().splitlines()) == len(first.ids)
@@ -217,31 +216,39 @@ def test_an_unset_variable_in_an_image_path_is_one_line_before_any_job(tmp_path,
     assert "error: " in proc.stderr and "$FORGETTING_NO_SUCH_DIR, which is not set" in proc.stderr
 
 
+def builds_of(jobs):
+    return by_rule(jobs, "build_gpu_image") + by_rule(jobs, "build_cpu_image")
+
+
 def test_the_full_study_builds_its_images_and_pulls_swebench_in_chunks(tmp_path):
     jobs = dry_run(study_config(tmp_path), tmp_path)
-    builds = {j.output[0] for j in by_rule(jobs, "build_image")}
+    # both images hold code for the GPU nodes: built by the rule the profile sends to the GPU partition
+    builds = {j.output[0] for j in by_rule(jobs, "build_gpu_image")}
     assert builds == {"images/containers/vllm.sif", "images/containers/trae-agent.sif"}
+    assert not by_rule(jobs, "build_cpu_image")
     pulls = by_rule(jobs, "pull_swebench_images")
     assert len(pulls) == 4
     markers = {j.output[0] for j in pulls}
+    (gpu_check,) = [j.output[0] for j in by_rule(jobs, "preflight_gpu")]
+    (cpu_check,) = [j.output[0] for j in by_rule(jobs, "preflight_cpu")]
     for job in by_rule(jobs, "run_batch"):
-        expected = {"images/containers/vllm.sif", *markers}
+        expected = {"images/containers/vllm.sif", *markers, gpu_check}
         if job.wildcards["agent"] == "trae":
             expected.add("images/containers/trae-agent.sif")
         assert set(job.input) == expected, job
-    assert all(set(j.input) == markers | {j.input[0]} for j in by_rule(jobs, "evaluate_batch"))
+    assert all(set(j.input) == markers | {j.input[0], cpu_check} for j in by_rule(jobs, "evaluate_batch"))
 
 
 def test_image_jobs_enter_only_where_the_config_asks_for_apptainer(tmp_path):
     # the demo's shape: scripted model, no apptainer evaluation -> no image job at all
     jobs = dry_run(small_study(tmp_path), tmp_path)
-    assert not by_rule(jobs, "build_image") and not by_rule(jobs, "pull_swebench_images")
+    assert not builds_of(jobs) and not by_rule(jobs, "pull_swebench_images")
     assert all(j.input == () or j.input == ("",) for j in by_rule(jobs, "run_batch"))
     # apptainer evaluation alone: the instance images for the evaluation jobs, nothing else
     cfg = small_study(tmp_path)
     cfg["evaluation"] = {"backend": "apptainer"}
     jobs = dry_run(cfg, tmp_path)
-    assert not by_rule(jobs, "build_image")
+    assert not builds_of(jobs)
     (pull,) = by_rule(jobs, "pull_swebench_images")
     assert all(pull.output[0] in j.input for j in by_rule(jobs, "evaluate_batch"))
     assert not any(pull.output[0] in j.input for j in by_rule(jobs, "run_batch"))
@@ -273,7 +280,9 @@ def test_newer_images_never_rerun_finished_batches(tmp_path):
                 p.write_text("x")
     assert results.is_dir() and (images / "containers" / "vllm.sif").is_file()
     jobs = dry_run(cfg, tmp_path, "--until", "analyze_batch")
-    assert not [j for j in jobs if j.rule not in ("collect", "all", "plan")], [j.rule for j in jobs][:5]
+    # a preflight not run yet (or of changed settings) is run, and reruns no finished batch either
+    assert not [j for j in jobs if j.rule not in ("collect", "all", "plan", "preflight_gpu", "preflight_cpu")], \
+        [j.rule for j in jobs][:5]
 
 
 @pytest.mark.skipif(not (ROOT / "resources" / "demo" / "tasks.txt").is_file(),
@@ -283,4 +292,4 @@ def test_the_demo_dag_has_no_image_job(tmp_path):
     demo["study"]["results_dir"] = str(tmp_path / "results")
     jobs = dry_run(demo, tmp_path)
     assert by_rule(jobs, "run_batch")
-    assert not by_rule(jobs, "build_image") and not by_rule(jobs, "pull_swebench_images")
+    assert not builds_of(jobs) and not by_rule(jobs, "pull_swebench_images")

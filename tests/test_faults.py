@@ -30,36 +30,22 @@ from forgetting.layout import Layout
 from forgetting.plan import plan_batches, plan_runs
 from forgetting_testkit import evaltask
 from forgetting_testkit.checkout import ROOT, cli_env
-from forgetting_testkit.synth import synthesize
+from forgetting_testkit.studies import BATCH_FILES, paper_config, synthetic_study
 
-BATCH_FILES = ("summary", "calls", "tool_calls", "run_costs", "timings")
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:2]
 TARGET = f"mini/delayed-turn-tool_output-50/{TASKS[0]}/1"
 TRAE_TWIN = f"trae/delayed-turn-tool_output-50/{TASKS[0]}/1"
 
 
-def analyze_all(study, batches=None) -> None:
-    layout = Layout(study.results_dir)
-    for batch in batches or plan_batches(study):
-        d = layout.batch_dir(batch.key)
-        analyze_batch(study, batch, outputs={n: d / f"{n}.parquet" for n in BATCH_FILES})
-
-
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """12 runs (mini and trae; 2 tasks; the baseline twice and one deletion configuration), analysed."""
-    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg = paper_config()
     cfg["tasks"] = {"ids": TASKS}
     cfg["configurations"] = {"names": ["delayed-turn-tool_output-50"]}
     cfg["repeats"] = {"baseline": 2}
     cfg["statistics"] = {"resamples": 200, "missing_runs": "mark"}
-    cfg["dataset"]["known_ids"] = str(ROOT / cfg["dataset"]["known_ids"])
-    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
-    base = tmp_path_factory.mktemp("faults")
-    (base / "source.yaml").write_text(yaml.safe_dump(cfg))
-    synthesize(base / "source.yaml", base / "study", workers=2, progress=lambda _: None)
-    analyze_all(load_study(base / "study" / "study.yaml"))
-    return base / "study"
+    return synthetic_study(tmp_path_factory.mktemp("faults"), cfg)
 
 
 def fresh(template: Path, dest: Path):
@@ -221,26 +207,7 @@ def test_a_bad_run_output_is_one_line_naming_the_file_and_the_run_is_isolated(fa
 @pytest.fixture
 def eval_study(tmp_path, monkeypatch):
     """A demo-kind study of the evaluation fixture task and a second task, local backend."""
-    row = evaltask.instance(tmp_path)
-    row["environment_setup_commit"] = row["base_commit"]
-    tasks = tmp_path / "tasks"
-    for iid in (row["instance_id"], "demo__calc-2"):
-        (tasks / iid).mkdir(parents=True)
-        (tasks / iid / "instance.json").write_text(json.dumps({**row, "instance_id": iid}))
-    config = {
-        "study": {"name": "t", "seed": 1, "results_dir": str(tmp_path / "results")},
-        "agents": ["mini"],
-        "tasks": {"ids": [row["instance_id"], "demo__calc-2"]},
-        "dataset": {"kind": "demo", "instances": str(tasks)},
-        "repeats": {"baseline": 2},
-        "configurations": {"names": "none"},
-        "model": {"backend": "scripted", "name": "scripted"},
-        "evaluation": {"backend": "local", "timeout_s": 60},
-    }
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(config))
-    monkeypatch.setattr("forgetting.evaluation.local.checkout_demo_task",
-                        lambda tasks_dir, iid, dest: evaltask.build_repo(dest))
+    path = evaltask.demo_study(tmp_path, monkeypatch, other_tasks=("demo__calc-2",), repeats=2)
     study = load_study(path)
     (batch,) = plan_batches(study)
     for run in batch.runs:

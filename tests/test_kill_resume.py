@@ -18,9 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from forgetting.analysis import analyze_batch
 from forgetting.collect import collect
 from forgetting.config import load_study
 from forgetting.evaluation import read_report
@@ -30,31 +28,15 @@ from forgetting.plan import plan_batches
 from forgetting.stats.run import write_stats
 from forgetting.tables import write_tables
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.studies import analyze_batches, paper_config, place, synthetic_study
 from forgetting_testkit.synth import synthesize
 
-BATCH_FILES = ("summary", "calls", "tool_calls", "run_costs", "timings")
 KILLED = -signal.SIGKILL
 
 
 def digest(path: Path) -> dict[str, str]:
     return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.rglob("*"))
             if p.is_file() and not p.name.endswith(".tmp")}
-
-
-def place(template: Path, dest: Path) -> Path:
-    """A copy of a synthetic study whose config points at the copy; returns its config."""
-    shutil.copytree(template, dest)
-    cfg = yaml.safe_load((dest / "study.yaml").read_text())
-    cfg["study"]["results_dir"] = str(dest)
-    (dest / "study.yaml").write_text(yaml.safe_dump(cfg))
-    return dest / "study.yaml"
-
-
-def analyze_all(study) -> None:
-    layout = Layout(study.results_dir)
-    for batch in plan_batches(study):
-        d = layout.batch_dir(batch.key)
-        analyze_batch(study, batch, outputs={n: d / f"{n}.parquet" for n in BATCH_FILES})
 
 
 def killed(*args: str, at: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -72,20 +54,14 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def paper_small(tmp_path_factory) -> Path:
     """A synthetic study (mini; 3 tasks; the baseline twice and two configurations), analysed."""
-    cfg = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    cfg = paper_config()
     tasks = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t]
     cfg["agents"] = ["mini"]
     cfg["tasks"] = {"ids": tasks[:3]}
     cfg["configurations"] = {"names": ["delayed-turn-tool_output-50", "immediate-token-both-25"]}
     cfg["repeats"] = {"baseline": 2}
     cfg["statistics"] = {"resamples": 300}
-    cfg["dataset"]["known_ids"] = str(ROOT / cfg["dataset"]["known_ids"])
-    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
-    base = tmp_path_factory.mktemp("kill")
-    (base / "source.yaml").write_text(yaml.safe_dump(cfg))
-    synthesize(base / "source.yaml", base / "study", workers=2, progress=lambda _: None)
-    analyze_all(load_study(base / "study" / "study.yaml"))
-    return base / "study"
+    return synthetic_study(tmp_path_factory.mktemp("kill"), cfg)
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +172,7 @@ def evaluate(config: Path, kill_at: str | None = None) -> subprocess.CompletedPr
 
 def final_tables(config: Path) -> dict[str, str]:
     study = load_study(config)
-    analyze_all(study)
+    analyze_batches(study)
     collect(study)
     write_stats(study)
     write_tables(study)

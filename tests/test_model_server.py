@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.model_server import ModelServerError, server_for, serving, vllm_command
+from forgetting.config_schema import schema_at
+from forgetting.model_server import BACKENDS, ModelServerError, backend_of, server_for, serving, vllm_command
 from forgetting_testkit import fakes
+from forgetting_testkit.checkout import SRC
 
 FAKE = str(fakes.VLLM)
 MODEL = {
@@ -29,6 +31,17 @@ def fake_model(**vllm):
     return {**MODEL, "vllm": {**MODEL["vllm"], **vllm}}
 
 
+def test_the_backends_are_what_the_schema_allows_each_a_class_by_its_dotted_path():
+    assert list(BACKENDS) == schema_at("model.backend")["enum"]
+    for name in BACKENDS:
+        backend = backend_of({"backend": name})
+        assert all(callable(getattr(backend, m)) for m in ("command", "startup_timeout_s", "env"))
+    assert backend_of({"backend": "scripted"}).env()["PYTHONPATH"].split(os.pathsep)[0] == str(SRC)
+    with pytest.raises(ModelServerError, match=r"^model.backend: unknown backend 'tgi'; allowed values: vllm, "
+                                               r"scripted$"):
+        backend_of({"backend": "tgi"})
+
+
 def test_vllm_command_line_has_the_study_settings():
     cmd = vllm_command(MODEL | {"vllm": {}}, host="127.0.0.1", port=8123)
     assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen3-Coder-30B-A3B-Instruct"]
@@ -42,9 +55,57 @@ def test_vllm_command_line_has_the_study_settings():
 
 def test_vllm_inside_apptainer():
     cmd = vllm_command(MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif", "extra_args": ["--dtype", "bfloat16"]}},
-                       host="0.0.0.0", port=9000)
+                       host="0.0.0.0", port=9000, environ={})
     assert cmd[:6] == ["apptainer", "exec", "--nv", "--cleanenv", "/img/vllm.sif", "vllm"]
     assert cmd[-2:] == ["--dtype", "bfloat16"]
+
+
+def test_vllm_command_passes_the_memory_settings():
+    cmd = vllm_command(MODEL | {"vllm": {"kv_cache_dtype": "fp8", "max_model_len": 131072, "max_num_seqs": 16,
+                                         "gpu_memory_utilization": 0.95}}, host="h", port=1, environ={})
+    joined = " ".join(cmd)
+    assert "--kv-cache-dtype fp8" in joined and "--max-num-seqs 16" in joined
+    assert "--max-model-len 131072" in joined and "--gpu-memory-utilization 0.95" in joined
+    assert "--kv-cache-dtype" not in vllm_command(MODEL | {"vllm": {}}, host="h", port=1)  # auto: vLLM's own
+
+
+def test_cleanenv_keeps_the_gpu_slurm_gave_the_job():
+    """--cleanenv drops CUDA_VISIBLE_DEVICES, so the command passes it with --env."""
+    model = MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif"}}
+    cmd = vllm_command(model, host="h", port=1, environ={"CUDA_VISIBLE_DEVICES": "2"})
+    assert cmd[:7] == ["apptainer", "exec", "--nv", "--cleanenv", "--env", "CUDA_VISIBLE_DEVICES=2", "/img/vllm.sif"]
+    assert "--env" not in vllm_command(model, host="h", port=1, environ={})  # no GPU assigned: nothing to pass
+
+
+@pytest.mark.parametrize("pass_it", [True, False])
+def test_the_server_in_its_container_sees_the_jobs_gpu(tmp_path, monkeypatch, pass_it):
+    """Through the apptainer test double, which gives the command the environment Apptainer's
+    source gives it under --cleanenv: the job's CUDA_VISIBLE_DEVICES reaches vLLM only with --env."""
+    from forgetting_testkit.sif import write_sif
+
+    bin_dir = tmp_path / "bin"
+    fakes.install(fakes.APPTAINER, bin_dir / "apptainer")
+    fakes.install(fakes.VLLM, bin_dir / "vllm")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    # under --cleanenv the double's own variable needs the APPTAINERENV_ prefix too
+    monkeypatch.setenv("APPTAINERENV_FAKE_VLLM_ENV", str(tmp_path / "env.json"))
+    image = write_sif(tmp_path / "vllm.sif", fakes_host_arch())
+    model = fake_model(executable="vllm", apptainer_image=str(image))
+    server = server_for(model, log_path=tmp_path / "server.log")
+    if not pass_it:  # the command line as it was before: --cleanenv alone
+        at = server.command.index("--env")
+        del server.command[at : at + 2]
+    server.start(timeout_s=20)
+    server.stop()
+    seen = json.loads((tmp_path / "env.json").read_text())["CUDA_VISIBLE_DEVICES"]
+    assert seen == ("2" if pass_it else None)
+
+
+def fakes_host_arch():
+    import platform
+
+    return {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
 
 
 def test_health_loop_waits_for_a_slow_server_and_shutdown_stops_it(tmp_path, monkeypatch):

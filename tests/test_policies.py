@@ -108,6 +108,16 @@ def test_bad_random_entries_name_the_key(entry, fragment):
         build_policies([full], key="k")
 
 
+def _write_study(tmp_path, cfg, repo_root, *paths: tuple[str, str]):
+    """``cfg`` as ``tmp_path/study.yaml``, the files it names at ``paths`` (section, key) made
+    absolute against the repository."""
+    for section, key in paths:
+        cfg[section][key] = str(repo_root / cfg[section][key])
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
 def test_a_study_config_with_a_policy(tmp_path, repo_root):
     cfg = yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
     cfg["configurations"] = {
@@ -123,10 +133,8 @@ def test_a_study_config_with_a_policy(tmp_path, repo_root):
             }
         ],
     }
-    for section, key in (("tasks", "ids_file"), ("dataset", "known_ids"), ("dataset", "instances")):
-        cfg[section][key] = str(repo_root / cfg[section][key])
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = _write_study(tmp_path, cfg, repo_root, ("tasks", "ids_file"), ("dataset", "known_ids"),
+                        ("dataset", "instances"))
     study = load_study(path)
     assert [d.name for d in study.configurations] == [
         "baseline",
@@ -248,10 +256,7 @@ def test_policy_names_in_configurations_names(tmp_path, repo_root):
     }
     cfg["agent"] = {"turn_cap": 40}
     cfg["pricing"] = {"dir": str(repo_root / "resources/pricing"), "primary": "write-premium-ttl"}
-    for section, key in (("tasks", "ids_file"), ("dataset", "instances")):
-        cfg[section][key] = str(repo_root / cfg[section][key])
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path = _write_study(tmp_path, cfg, repo_root, ("tasks", "ids_file"), ("dataset", "instances"))
     study = load_study(path)
     assert [d.name for d in study.configurations] == [
         "baseline",

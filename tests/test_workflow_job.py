@@ -36,3 +36,10 @@ def test_the_stage_log_already_holding_the_error_gets_it_once(tmp_path, capsys):
 def test_a_bug_keeps_its_traceback(tmp_path):
     with pytest.raises(ZeroDivisionError), job(SimpleNamespace(log=[str(Path(tmp_path) / "x.log")])):
         1 / 0  # noqa: B018
+
+
+def test_every_workflow_script_runs_its_body_in_job():
+    """A rule script outside ``job`` would end a UserError with a traceback in Snakemake's log."""
+    scripts = sorted((Path(__file__).resolve().parent.parent / "workflow" / "scripts").glob("[!_]*.py"))
+    outside = [s.name for s in scripts if "with job(snakemake):" not in s.read_text(encoding="utf-8")]
+    assert scripts and outside == []

@@ -21,9 +21,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from forgetting.behaviour import behaviour_options, label_run
 from forgetting.calllog import TornCallLog, read_call_log
 from forgetting.config import Study
+from forgetting.cost import cost_run
+from forgetting.cost.pricing import profiles_from_config
 from forgetting.errors import UserError
+from forgetting.evaluation.report import STATUSES
 from forgetting.faults import checkpoint
 from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
@@ -74,8 +78,6 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def _check_eval_report(path: Path, report: Mapping[str, Any]) -> None:
-    from forgetting.evaluation.report import STATUSES
-
     status, resolved = report.get("status"), report.get("resolved")
     if status not in STATUSES:
         raise MissingStageOutput(
@@ -132,9 +134,6 @@ def _run_record(run_dir: Path, study: Study, run: Run) -> tuple[RunDir, RunRecor
 
 def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str) -> RunAnalysis:
     """The analysis of one finished and evaluated run (MissingStageOutput if it is not)."""
-    from forgetting.behaviour import behaviour_options, label_run
-    from forgetting.cost import cost_run
-
     run_dir = Layout(study.results_dir).run_dir(run.run_id)
     found, record = _run_record(run_dir, study, run)
     report = _read_json(run_dir / EVAL_JSON, "evaluation report")
@@ -200,8 +199,6 @@ def analyze_batch(
     log: str | os.PathLike[str] | None = None,
 ) -> int:
     """Analyse every run of ``batch`` and write its tables; return the number of runs analysed."""
-    from forgetting.cost.pricing import profiles_from_config
-
     profiles, primary = profiles_from_config(study.section("pricing"), study.root)
     summaries: list[dict[str, Any]] = []
     timings: list[dict[str, Any]] = []

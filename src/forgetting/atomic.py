@@ -80,6 +80,23 @@ def atomic_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]
         raise
 
 
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Like :func:`atomic_path`, for a file another program writes (``apptainer build``,
+    ``apptainer pull``: they refuse a path that exists): the path yielded, beside ``path``, does
+    not exist yet; on success it is renamed onto ``path``, on an exception it is removed."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    try:
+        yield partial
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)

@@ -12,7 +12,7 @@ Record types, in the order they are written:
              have ``ok: false`` and no index), request and response times, the prompt as a
              list of segment keys, request parameters, ``deleted`` (the parts *newly*
              rewritten for this call — a rewritten part stays rewritten in every later call —
-             as :class:`forgetting.deletion.record.PartDeletion` records, written and parsed
+             as :class:`forgetting.records.PartDeletion` records, written and parsed
              by that one class),
              the response (content, reasoning, tool calls, finish reason), upstream usage
              (with ``prompt_tokens_details.cached_tokens`` when reported), status, error.
@@ -37,8 +37,8 @@ from typing import Any, TextIO
 import orjson
 
 from forgetting import chat_format
-from forgetting.deletion.record import PartDeletion
 from forgetting.errors import RunOutputError
+from forgetting.records import PartDeletion
 from forgetting.records.calllog_fields import check_call, check_header, check_segment
 
 FORMAT = "forgetting-calllog/1"

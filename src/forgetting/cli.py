@@ -1,7 +1,9 @@
 """The ``forgetting`` command line: one subcommand per stage of the pipeline.
 
 Each subcommand lives in :mod:`forgetting.commands` as a module with ``add_parser(sub)``
-and ``run(args) -> int``; heavy imports happen inside ``run`` so ``--help`` stays fast.
+and ``run(args) -> int``. A command module imports at its top only what ``--help`` needs (the
+standard library and a few light modules: errors, atomic, layout, its shared arguments) and the
+pipeline inside ``run``, so ``--help`` stays fast (tests/test_imports.py).
 A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2, and
 so is a bad argument (after the usage line) and an :class:`OSError` on a path the user
 named — an argument, or the results directory of the study the arguments name (a
@@ -15,7 +17,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from forgetting import __version__
@@ -24,6 +26,7 @@ from forgetting.errors import UserError
 #: subcommand modules under forgetting.commands, in the order --help lists them
 COMMANDS: tuple[str, ...] = (
     "plan",
+    "preflight",
     "tasks",
     "dataset",
     "run",
@@ -88,11 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def exit_status(command: Callable[[], int | None], args: argparse.Namespace | None = None) -> int:
+    """Carry out a command: its exit status, a :class:`~forgetting.errors.UserError` as one
+    ``error:`` line and its status (2), an interrupt as 130, a closed pipe (``| head``) as 0,
+    an :class:`OSError` on a path ``args`` names (:func:`named_paths`) as one ``error:`` line
+    and status 2."""
     try:
-        return int(args.func(args) or 0)
+        return int(command() or 0)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -102,11 +107,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:
-        path = _user_path(exc, named_paths(args))
+        path = None if args is None else _user_path(exc, named_paths(args))
         if path is None:
             raise
         print(f"error: {path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return exit_status(lambda: args.func(args), args)
 
 
 if __name__ == "__main__":

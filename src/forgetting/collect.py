@@ -37,15 +37,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from forgetting.atomic import atomic_paths
 from forgetting.config import Study
 from forgetting.errors import RunOutputError, UserError
+from forgetting.evaluation.report import is_eval_error
 from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.plan import Batch, Run, plan_batches, plan_runs
 from forgetting.schemas import DATASETS, RUNS_SCHEMA, checked_dataset, read_dataset, write_table
 from forgetting.stagelog import StageLog
+from forgetting.stats.settings import settings_of
 
 #: dataset name → the per-batch file it is collected from
 BATCH_FILES: dict[str, str] = {
@@ -178,23 +181,17 @@ def _collect_batch(
     for name, table in tables.items():
         if table is None:
             continue
-        import pyarrow.compute as pc
-
         out[name] = table.filter(pc.is_in(table.column("run_id"), value_set=keep))
     return out, missing
 
 
 def _eval_errors(table: pa.Table) -> list[tuple[str, str]]:
-    from forgetting.evaluation.report import is_eval_error
-
     pairs = zip(table.column("run_id").to_pylist(), table.column("eval_status").to_pylist(), strict=True)
     return [(rid, status) for rid, status in pairs if is_eval_error(status)]
 
 
 def _foreign_run(table: pa.Table, planned: Mapping[str, Run]) -> str | None:
     """The first run id of ``table`` that is not a run of the batch, or None."""
-    import pyarrow.compute as pc
-
     ids = table.column("run_id")
     outside = pc.invert(pc.is_in(ids, value_set=pa.array(sorted(planned), pa.string())))
     if not pc.any(outside).as_py():
@@ -217,8 +214,6 @@ def collect(
     echo: bool = False,
 ) -> CollectReport:
     """Collect every batch of ``study`` into its datasets; see the module docstring."""
-    from forgetting.stats.settings import settings_of
-
     settings = settings_of(study)
     paths = output_paths(study, outputs)
     layout = Layout(study.results_dir)

@@ -18,11 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from forgetting import inputs
+from forgetting.behaviour.rules import load_rules
 from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
 from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
+from forgetting.cost.pricing import profiles_from_config
+from forgetting.deletion.policy import PolicyContext
 from forgetting.errors import ConfigError, UserError
 from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
+from forgetting.instance_images import check_template
 from forgetting.naming import parse_configuration_name
+from forgetting.policies import build_policies
+from forgetting.tasks import load_task_ids
 
 #: the most runs a study may plan (the paper's: 9,400): its run table is built in memory
 MAX_RUNS = 1_000_000
@@ -80,9 +86,19 @@ def _as_list(value: Any) -> list[str] | None:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
-    from forgetting.deletion.policy import PolicyContext  # late: the deletion package imports the grid
+def _only(items: list[str], cfg: Mapping[str, Any], key: str, source: str, what: str) -> list[str]:
+    """``items`` narrowed to the config's ``key`` (``only_agents``, ``only_tasks``): each name
+    it lists must be one of them, else a ConfigError saying it is not ``what``."""
+    only = _as_list(cfg.get(key))
+    if not only:
+        return items
+    for name in only:
+        if name not in items:
+            raise ConfigError(f"{source}: {key}: {name!r} is not {what}")
+    return [x for x in items if x in only]
 
+
+def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
     section = cfg["configurations"]
     context = PolicyContext.from_config(cfg, root)
     names = section["names"]
@@ -111,8 +127,6 @@ def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> 
             timing=filt.get("timing"),
         )
     if section.get("policies"):
-        from forgetting.policies import build_policies  # late: policies import the grid
-
         chosen.extend(build_policies(section["policies"], key="configurations.policies", context=context))
     seen: set[str] = set()
     for d in chosen:
@@ -171,9 +185,11 @@ def load_study(
 
 def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> Study:
     """Build a :class:`Study` from an already-parsed config (the Snakefile's ``config``)."""
-    from forgetting.tasks import load_task_ids  # late: tasks import this module
-
     cfg = validate_schema(data, source)
+    try:
+        check_template(cfg["evaluation"]["instance_images"]["name_template"])
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     configurations = _select_configurations(cfg, Path(root))
     only = _as_list(cfg.get("only"))
     if only:
@@ -192,26 +208,12 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         raise ConfigError(f"{source}: configurations: the selection is empty")
 
     agents = list(cfg["agents"])
-    only_agents = _as_list(cfg.get("only_agents"))
-    if only_agents:
-        for a in only_agents:
-            if a not in agents:
-                raise ConfigError(f"{source}: only_agents: {a!r} is not an agent of this study ({', '.join(agents)})")
-        agents = [a for a in agents if a in only_agents]
-
+    agents = _only(agents, cfg, "only_agents", source, f"an agent of this study ({', '.join(agents)})")
     root = Path(root)
-    tasks = load_task_ids(cfg, root=root, source=source)
-    only_tasks = _as_list(cfg.get("only_tasks"))
-    if only_tasks:
-        for t in only_tasks:
-            if t not in tasks:
-                raise ConfigError(f"{source}: only_tasks: {t!r} is not a task of this study")
-        tasks = [t for t in tasks if t in only_tasks]
+    tasks = _only(load_task_ids(cfg, root=root, source=source), cfg, "only_tasks", source, "a task of this study")
 
     label_rules = cfg["analysis"].get("label_rules")  # optional: the packaged table
     if label_rules:  # a bad table stops the study now, not at its analysis stage
-        from forgetting.behaviour.rules import load_rules
-
         rules_path = Path(label_rules) if Path(label_rules).is_absolute() else root / label_rules
         try:
             load_rules(rules_path)
@@ -219,8 +221,6 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
             raise ConfigError(f"{source}: analysis.label_rules: {exc}") from None
 
     # the price sheets too: a bad price stops the study before any job, not at its analysis
-    from forgetting.cost.pricing import profiles_from_config  # late: pricing imports this module
-
     try:
         profiles_from_config(cfg["pricing"], root)
     except ConfigError as exc:

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from forgetting.atomic import write_text
 from forgetting.config_schema import PROJECT_ROOT, load_schema
 
 README = PROJECT_ROOT / "config" / "README.md"
@@ -237,8 +238,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         return 0
     if new != text:
-        from forgetting.atomic import write_text
-
         write_text(path, new)
     return 0
 

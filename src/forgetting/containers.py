@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting import config_schema
+from forgetting.atomic import atomic_output, write_json
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError, ResourceError
 from forgetting.seeds import text_hex
@@ -35,6 +36,11 @@ from forgetting.seeds import text_hex
 #: definition files, ``containers/<name>.def``
 DEFINITIONS_DIR = PROJECT_ROOT / "containers"
 IMAGE_NAMES = ("vllm", "mini-swe-agent", "trae-agent", "evaluation")
+#: images whose code runs on the GPU nodes (the server, the agents): built on the GPU partition,
+#: so they are of its architecture (Apptainer builds for the architecture it runs on)
+GPU_IMAGES = ("vllm", "mini-swe-agent", "trae-agent")
+#: images whose code runs on the CPU partition's nodes
+CPU_IMAGES = ("evaluation",)
 #: where marker files of pulled chunks live, under ``evaluation.image_dir``
 PULLED_DIR = ".pulled"
 
@@ -60,21 +66,18 @@ class ContainerSettings:
     on_login_node: bool
 
     @classmethod
+    def from_study(cls, study: Study) -> ContainerSettings:
+        return cls.from_section(study.section("containers"))
+
+    @classmethod
     def from_section(cls, section: Mapping[str, Any] | None = None) -> ContainerSettings:
         """From a ``containers`` section (or part of one: checked, its defaults filled)."""
         s = config_schema.section("containers", section)
         return cls(
-            image_dir=expand_path(s["image_dir"], "containers.image_dir"),
-            executable=str(s["executable"]),
-            build_args=tuple(s["build_args"]),
-            build_timeout_s=int(s["build_timeout_s"]),
-            pull_chunk_size=int(s["pull_chunk_size"]),
-            on_login_node=bool(s["on_login_node"]),
+            image_dir=expand_path(s["image_dir"], "containers.image_dir"), executable=str(s["executable"]),
+            build_args=tuple(s["build_args"]), build_timeout_s=int(s["build_timeout_s"]),
+            pull_chunk_size=int(s["pull_chunk_size"]), on_login_node=bool(s["on_login_node"]),
         )
-
-    @classmethod
-    def from_study(cls, study: Study) -> ContainerSettings:
-        return cls.from_section(study.section("containers"))
 
 
 def instance_image_dir(study: Study) -> str:
@@ -165,8 +168,7 @@ def pull_chunk(study: Study, chunk_name: str, marker: str | os.PathLike[str], *,
     The marker lists each image's path and size; it is written atomically after the last pull,
     so a chunk interrupted half-way is pulled again (its finished images are reused).
     """
-    from forgetting.atomic import write_json
-    from forgetting.evaluation.apptainer import pull_images
+    from forgetting.evaluation.apptainer import pull_images  # swebench: a pull job's, not the Snakefile's
 
     chunks = {c.name: c for c in pull_chunks(study)}
     if chunk_name not in chunks:
@@ -200,33 +202,28 @@ def build_image(definition: str | os.PathLike[str], target: str | os.PathLike[st
     package's source (``%files``) relative to it. A failed or interrupted build leaves nothing.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    command = build_command(Path(definition).resolve(), partial.resolve(), settings)
     log_path = Path(log) if log else target.with_suffix(".build.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        with open(log_path, "w", encoding="utf-8") as fh:
-            fh.write("$ " + " ".join(command) + "\n")
-            fh.flush()
-            proc = subprocess.run(command, cwd=cwd or PROJECT_ROOT, stdout=fh, stderr=subprocess.STDOUT,
-                                  timeout=settings.build_timeout_s)
-    except subprocess.TimeoutExpired:
-        partial.unlink(missing_ok=True)
-        raise ResourceError(
-            f"apptainer build {definition}: not done after {settings.build_timeout_s} s "
-            f"(containers.build_timeout_s); see {log_path}"
-        ) from None
-    except FileNotFoundError:
-        raise ResourceError(
-            f"containers.executable: {settings.executable!r} not found on PATH; "
-            "load or install Apptainer to build the images (docs/cluster.md)"
-        ) from None
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        raise ResourceError(f"apptainer build {definition} failed (exit {proc.returncode}); see {log_path}")
-    os.replace(partial, target)
+    with atomic_output(target) as partial:
+        command = build_command(Path(definition).resolve(), partial.resolve(), settings)
+        try:
+            with open(log_path, "w", encoding="utf-8") as fh:
+                fh.write("$ " + " ".join(command) + "\n")
+                fh.flush()
+                proc = subprocess.run(command, cwd=cwd or PROJECT_ROOT, stdout=fh, stderr=subprocess.STDOUT,
+                                      timeout=settings.build_timeout_s)
+        except subprocess.TimeoutExpired:
+            raise ResourceError(
+                f"apptainer build {definition}: not done after {settings.build_timeout_s} s "
+                f"(containers.build_timeout_s); see {log_path}"
+            ) from None
+        except FileNotFoundError:
+            raise ResourceError(
+                f"containers.executable: {settings.executable!r} not found on PATH; "
+                "load or install Apptainer to build the images (docs/cluster.md)"
+            ) from None
+        if proc.returncode != 0 or not partial.is_file():
+            raise ResourceError(f"apptainer build {definition} failed (exit {proc.returncode}); see {log_path}")
     return target
 
 

@@ -23,6 +23,8 @@ AMOUNTS: dict[str, tuple[int, ...]] = {"turn": TURN_AMOUNTS, "token": TOKEN_AMOU
 #: retention delay ``keep_last`` of the paper's two timings
 TIMINGS: dict[str, int] = {"delayed": 2, "immediate": 0}
 BASELINE = "baseline"
+#: the parts of a turn deletion rewrites (never the preamble or an action)
+PARTS: tuple[str, ...] = ("reasoning", "tool_output")
 #: the parts of a turn a scope deletes
 SCOPE_PARTS: dict[str, tuple[str, ...]] = {
     "reasoning": ("reasoning",),
@@ -62,6 +64,12 @@ class Deletion:
     def parts(self) -> tuple[str, ...]:
         """The turn parts this configuration may delete (``reasoning``, ``tool_output``)."""
         return SCOPE_PARTS[self.scope] if self.scope else ()
+
+    def columns(self) -> dict[str, Any]:
+        """The configuration's columns in the datasets and statistics, in their order
+        (:data:`forgetting.schemas.CONFIGURATION_COLUMNS`)."""
+        return {"policy": self.policy, "scope": self.scope, "granularity": self.granularity, "amount": self.amount,
+                "timing": self.timing, "keep_last": self.keep_last}
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -6,7 +6,7 @@
   an action block, and the observation as the following ``user`` message. What an action
   block is belongs to the agent, not to this module: an :class:`ActionSyntax` holds the
   agent's own pattern (mini-swe-agent 2.x text mode: its model config's ``action_regex``,
-  read by :func:`forgetting.runner.mini.action_syntax`; 1.x: :data:`MINI_1X_ACTIONS`), and
+  read by :func:`forgetting.agents.action_syntax`; 1.x: :data:`MINI_1X_ACTIONS`), and
   every function that tells reasoning from actions takes it. Under ``None`` — the
   tool-calling agents — a reply's text holds no action. A quoted ```` ```bash ```` snippet in
   mini-swe-agent 2.x reasoning is reasoning: that agent executes only its own block.

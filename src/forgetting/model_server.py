@@ -1,4 +1,4 @@
-"""Model servers a batch of runs talks to: vLLM on a GPU node, or the scripted stand-in.
+"""Model servers a batch of runs talks to: vLLM on a GPU node, or the demo's scripted stand-in.
 
 A batch job starts one server, waits until it answers, runs its share of runs against it
 (each through its own deletion proxy), then shuts it down — on success and on failure —
@@ -8,13 +8,20 @@ start costs minutes of GPU time (docs/cluster.md has the arithmetic).
 ``vllm``: ``vllm serve MODEL`` with the study's context length, automatic prefix caching and
 ``--enable-prompt-tokens-details`` (so responses report cached prompt tokens), optionally
 inside an Apptainer image (``apptainer exec --nv IMAGE vllm serve …``).
-``scripted``: ``python -m forgetting scripted-model`` — a deterministic stand-in for the LLM.
+``scripted``: ``python -m forgetting scripted-model`` — the demo's deterministic stand-in for
+the LLM (:mod:`forgetting.demo.scripted.launch`).
+
+A backend is a :class:`ServerBackend` (the command line that serves the study's ``model``
+section, how long it may take to come up, the environment it needs), found by name in
+:data:`BACKENDS`; adding one is a class and one line there (and its name in the schema's
+``model.backend`` list).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
+import ctypes
+import importlib
 import os
 import shlex
 import signal
@@ -24,16 +31,32 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from forgetting import config_schema
 from forgetting.errors import UserError
 
-#: seconds the scripted stand-in may take to answer its health check (it starts in about one)
-SCRIPTED_STARTUP_TIMEOUT_S = 1800.0
+#: ``model.backend`` → ``module:Class`` of its :class:`ServerBackend`, imported on first use
+BACKENDS: dict[str, str] = {
+    "vllm": "forgetting.model_server:VllmBackend",
+    "scripted": "forgetting.demo.scripted.launch:ScriptedBackend",
+}
+
+
+class ServerBackend(Protocol):
+    """How a batch starts one kind of model server."""
+
+    def command(self, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        """The command line that serves the study's ``model`` section on ``host:port``."""
+
+    def startup_timeout_s(self, model: Mapping[str, Any]) -> float:
+        """How long the server may take to answer its health check."""
+
+    def env(self) -> dict[str, str]:
+        """What the server's environment needs on top of this process's."""
 
 
 def served_name_of(model: Mapping[str, Any]) -> str:
@@ -51,44 +74,66 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def vllm_command(model: Mapping[str, Any], *, host: str, port: int) -> list[str]:
+def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
+                 environ: Mapping[str, str] | None = None) -> list[str]:
     """The ``vllm serve`` command line for the study's model section (or part of one: checked
     against the schema, its defaults filled; the ``model.vllm`` keys are in config/README.md).
-    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv``."""
+
+    An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv --cleanenv``.
+    ``--cleanenv`` passes only ``TERM``, the proxy variables and ``APPTAINERENV_*`` into the
+    container (Apptainer's ``internal/pkg/util/env/create.go``), and ``--nv`` binds every
+    ``/dev/nvidia*`` device without looking at ``CUDA_VISIBLE_DEVICES``; so the GPU Slurm gave
+    the job (``CUDA_VISIBLE_DEVICES`` in ``environ``, default this process's environment) is
+    passed explicitly, ``--env CUDA_VISIBLE_DEVICES=…`` — else vLLM would take device 0, which
+    on a node without device cgroups is another job's GPU."""
     model = config_schema.section("model", model)
     v = model["vllm"]
+    env = os.environ if environ is None else environ
     cmd: list[str] = []
     image = v.get("apptainer_image")
     if image:
-        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv", str(image)]
+        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv"]
+        if env.get("CUDA_VISIBLE_DEVICES"):
+            cmd += ["--env", f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}"]
+        cmd += [str(image)]
     cmd += [str(v["executable"]), "serve", str(model["name"])]
     cmd += ["--host", host, "--port", str(port)]
     cmd += ["--served-model-name", served_name_of(model)]
-    cmd += ["--max-model-len", str(model["context_window"])]
+    cmd += ["--max-model-len", str(v.get("max_model_len") or model["context_window"])]
     cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v["tool_call_parser"])]
     cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
+    if v["kv_cache_dtype"] != "auto":
+        cmd += ["--kv-cache-dtype", str(v["kv_cache_dtype"])]
     for key, option in (("tensor_parallel_size", "--tensor-parallel-size"), ("max_num_seqs", "--max-num-seqs"),
                         ("seed", "--seed")):
-        if v.get(key) is not None:  # optional: vLLM's own default when left out
+        if v.get(key) is not None:  # optional: vLLM's own default when left out (max_num_seqs: the batch's)
             cmd += [option, str(v[key])]
     cmd += [str(a) for a in v["extra_args"]]
     return cmd
 
 
-def scripted_command(model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
-    """The scripted stand-in model's server command line: the ``model.scripted`` settings (as
-    JSON), the served name, and ``tasks`` (the demo tasks directory, which the batch adds)."""
-    s = dict(model["scripted"])
-    tasks = s.pop("tasks", None)
-    cmd = [sys.executable, "-m", "forgetting", "scripted-model", "--host", host, "--port", str(port)]
-    cmd += ["--seed", str(s.pop("seed", seed))]
-    if s:
-        cmd += ["--settings", json.dumps(s, sort_keys=True)]
-    cmd += ["--served-name", served_name_of(model)]
-    if tasks:
-        cmd += ["--tasks", str(tasks)]
-    return cmd
+class VllmBackend:
+    """``vllm serve`` (:func:`vllm_command`); its start-up limit is ``model.vllm.startup_timeout_s``."""
+
+    def command(self, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
+        return vllm_command(model, host=host, port=port)
+
+    def startup_timeout_s(self, model: Mapping[str, Any]) -> float:
+        return float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+
+def backend_of(model: Mapping[str, Any]) -> ServerBackend:
+    """The backend ``model.backend`` names."""
+    name = model["backend"]
+    if name not in BACKENDS:
+        raise ModelServerError(f"model.backend: unknown backend {name!r}; allowed values: {', '.join(BACKENDS)}")
+    module, _, attr = BACKENDS[name].partition(":")
+    found: ServerBackend = getattr(importlib.import_module(module), attr)()
+    return found
 
 
 def wait_healthy(
@@ -139,8 +184,6 @@ def _prctl() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes
-
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
@@ -212,15 +255,9 @@ def server_for(
 ) -> ModelServer:
     """The (not yet started) server for the study's ``model`` section."""
     port = port or free_port(host)
-    backend = model["backend"]
-    if backend == "vllm":
-        command: Sequence[str] = vllm_command(model, host=host, port=port)
-    elif backend == "scripted":
-        command = scripted_command(model, host=host, port=port, seed=seed)
-    else:
-        raise ModelServerError(f"model.backend: unknown backend {backend!r}; allowed values: vllm, scripted")
+    command = backend_of(model).command(model, host=host, port=port, seed=seed)
     base = f"http://{host}:{port}"
-    return ModelServer(list(command), f"{base}/v1", f"{base}/health", log_path)
+    return ModelServer(command, f"{base}/v1", f"{base}/health", log_path)
 
 
 def package_env() -> dict[str, str]:
@@ -236,14 +273,10 @@ def serving(
     model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None
 ) -> Iterator[ModelServer]:
     """Start the model server, yield it while healthy, always shut it down."""
-    if timeout_s is not None:
-        startup = timeout_s
-    elif model["backend"] == "vllm":
-        startup = float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
-    else:
-        startup = SCRIPTED_STARTUP_TIMEOUT_S
+    backend = backend_of(model)
+    startup = timeout_s if timeout_s is not None else backend.startup_timeout_s(model)
     server = server_for(model, log_path=log_path, seed=seed)
-    server.start(timeout_s=startup, env=package_env() if model["backend"] == "scripted" else None)
+    server.start(timeout_s=startup, env=backend.env())
     try:
         yield server
     finally:

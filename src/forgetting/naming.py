@@ -21,21 +21,16 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from forgetting.deletion.names import parse_selection
+from forgetting.deletion.policy import PolicyContext
+from forgetting.deletion.registry import policies
 from forgetting.errors import ConfigError
 from forgetting.grid import AMOUNTS, BASELINE, TIMINGS, Deletion, paper_configuration
 
 SCOPE_LABELS = {"reasoning": "reasoning", "tool_output": "tool output", "both": "both"}
 
 
-def _policies() -> dict[str, Any]:
-    from forgetting.deletion.policy import policies  # late: the deletion package imports the grid
-
-    return policies()
-
-
-def _context(context: Any) -> Any:
-    from forgetting.deletion.policy import PolicyContext
-
+def _context(context: PolicyContext | None) -> PolicyContext:
     return context if context is not None else PolicyContext.from_config()
 
 
@@ -45,7 +40,7 @@ def _context(context: Any) -> Any:
 def name_entry(name: str, key: str = "name") -> dict[str, Any] | None:
     """The config entry a name stands for (``policy`` and the parameters its scheme writes);
     None when it is no policy's name; ConfigError when it starts like one but is malformed."""
-    for _, cls in sorted(_policies().items()):
+    for _, cls in sorted(policies().items()):
         if cls.configurable:
             entry = cls.name_entry(name, key)
             if entry is not None:
@@ -55,20 +50,20 @@ def name_entry(name: str, key: str = "name") -> dict[str, Any] | None:
 
 def name_schemes() -> dict[str, str]:
     """Policy → its naming scheme."""
-    return {n: cls.name_scheme for n, cls in sorted(_policies().items()) if cls.configurable}
+    return {n: cls.name_scheme for n, cls in sorted(policies().items()) if cls.configurable}
 
 
-def policy_from_name(name: str, key: str, context: Any = None) -> Deletion:
+def policy_from_name(name: str, key: str, context: PolicyContext | None = None) -> Deletion:
     """The configuration a name of any policy's scheme stands for (defaults for what a name
     does not write, e.g. a gate's pricing profile)."""
     entry = name_entry(name, key)
     if entry is None:
         schemes = "; ".join(f"{p}: {s}" for p, s in name_schemes().items())
         raise ConfigError(f"{key}: {name!r} is not a configuration name ({schemes})")
-    return _policies()[entry["policy"]].configure({**entry, "name": name}, key, _context(context))
+    return policies()[entry["policy"]].configure({**entry, "name": name}, key, _context(context))
 
 
-def parse_configuration_name(name: str, key: str, context: Any = None) -> Deletion:
+def parse_configuration_name(name: str, key: str, context: PolicyContext | None = None) -> Deletion:
     """Resolve one of the paper's configuration names, or a name of another policy's scheme
     (``keep8-turn-tool_output-100``, ``batch4-delayed-turn-tool_output-100``, ``mask10``, …;
     config/README.md), or fail naming what is wrong."""
@@ -85,8 +80,6 @@ def parse_configuration_name(name: str, key: str, context: Any = None) -> Deleti
             "{timing}-{granularity}-{scope}-{amount}, e.g. delayed-turn-tool_output-50, 'baseline', "
             "or a name of another policy (config/README.md)"
         )
-    from forgetting.deletion.names import parse_selection
-
     timing, amount_s = parts[0], parts[3]
     if timing not in TIMINGS:
         raise ConfigError(
@@ -116,7 +109,7 @@ def canonical_name(deletion: Deletion) -> str:
     """The stable readable name of a configuration (``baseline`` for the baseline)."""
     if deletion.is_baseline:
         return BASELINE
-    return _policies()[deletion.policy].canonical_name(deletion)
+    return policies()[deletion.policy].canonical_name(deletion)
 
 
 def check_given_name(given: str, deletion: Deletion, where: str) -> None:
@@ -158,7 +151,7 @@ def _scheme_label(name: str) -> str | None:
         return None
     if entry is None:
         return None
-    return _policies()[entry["policy"]].label(entry)
+    return policies()[entry["policy"]].label(entry)
 
 
 def policy_label(name: str, dims: Mapping[str, Any]) -> str:

@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
+from forgetting.atomic import atomic_path
 from forgetting.config import Study
 from forgetting.grid import Deletion
+from forgetting.schemas import PLAN_SCHEMA, write_table
 from forgetting.seeds import derive_seed, text_hex
 
 
@@ -39,21 +43,8 @@ class Run:
 
     def identity(self) -> dict[str, Any]:
         """The run's identity columns (:data:`forgetting.schemas.RUN_IDENTITY`)."""
-        d = self.deletion
-        return {
-            "run_id": self.run_id,
-            "agent": self.agent,
-            "configuration": d.name,
-            "task": self.task,
-            "repeat": self.repeat,
-            "seed": self.seed,
-            "policy": d.policy,
-            "scope": d.scope,
-            "granularity": d.granularity,
-            "amount": d.amount,
-            "timing": d.timing,
-            "keep_last": d.keep_last,
-        }
+        return {"run_id": self.run_id, "agent": self.agent, "configuration": self.deletion.name, "task": self.task,
+                "repeat": self.repeat, "seed": self.seed, **self.deletion.columns()}
 
 
 def run_id(agent: str, configuration: str, task: str, repeat: int) -> str:
@@ -152,11 +143,6 @@ def summarize(study: Study, runs: Sequence[Run] | None = None) -> PlanSummary:
 
 def write_run_table(study: Study, path: str | Path) -> None:
     """The run table as Parquet (schema :data:`forgetting.schemas.PLAN_SCHEMA`), written atomically."""
-    import pyarrow as pa
-
-    from forgetting.atomic import atomic_path
-    from forgetting.schemas import PLAN_SCHEMA, write_table
-
     runs = plan_runs(study)
     batch_of = {r.run_id: b.key for b in plan_batches(study, runs) for r in b.runs}
     rows = [{**r.identity(), "batch": batch_of[r.run_id]} for r in runs]

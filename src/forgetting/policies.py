@@ -1,6 +1,6 @@
 """Deletion policies defined in a study config (``configurations.policies``).
 
-Each entry names a registered policy (:mod:`forgetting.deletion.policy`) with its parameters;
+Each entry names a policy (:mod:`forgetting.deletion.registry`) with its parameters;
 the policy checks them and returns a :class:`~forgetting.grid.Deletion`, the one type every
 consumer (planner, proxy, analysis) sees. The paper's own policy, ``random``, is
 configurable here with other amounts and retention delays than the 42.
@@ -16,17 +16,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forgetting.deletion.policy import PolicyContext
+from forgetting.deletion.registry import configurable_policies, policies
 from forgetting.errors import ConfigError
 from forgetting.grid import Deletion
 from forgetting.naming import check_given_name
 
 
-def build_policies(entries: Iterable[Mapping[str, Any]], key: str, context: Any = None) -> list[Deletion]:
+def build_policies(
+    entries: Iterable[Mapping[str, Any]], key: str, context: PolicyContext | None = None
+) -> list[Deletion]:
     """One :class:`Deletion` per config entry; ConfigError (one line) for a bad entry.
-    ``context`` (a :class:`~forgetting.deletion.policy.PolicyContext`) carries the turn cap and
-    the price sheets some policies read."""
-    from forgetting.deletion.policy import PolicyContext, configurable_policies, policies
-
+    ``context`` carries the turn cap and the price sheets some policies read."""
     registry = policies()
     known = configurable_policies()
     context = context if context is not None else PolicyContext.from_config()

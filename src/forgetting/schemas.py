@@ -19,8 +19,10 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from forgetting.atomic import atomic_path
 from forgetting.errors import RunOutputError
 
 #: the schema metadata field that holds a dataset's key columns (comma-separated)
@@ -40,20 +42,20 @@ def key_of(schema: pa.Schema) -> tuple[str, ...]:
     raw = (schema.metadata or {}).get(KEY_FIELD)
     return tuple(raw.decode().split(",")) if raw else ()
 
-#: the columns that identify a run and its deletion configuration (:meth:`forgetting.plan.Run.identity`)
-RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
-    ("run_id", pa.string()),
-    ("agent", pa.string()),
-    ("configuration", pa.string()),
-    ("task", pa.string()),
-    ("repeat", pa.int32()),
-    ("seed", pa.int64()),
+#: the columns of a deletion configuration (:meth:`forgetting.grid.Deletion.columns`)
+CONFIGURATION_COLUMNS: list[tuple[str, pa.DataType]] = [
     ("policy", pa.string()),
     ("scope", pa.string()),
     ("granularity", pa.string()),
     ("amount", pa.float64()),
     ("timing", pa.string()),
     ("keep_last", pa.int32()),
+]
+#: the columns that identify a run and its deletion configuration (:meth:`forgetting.plan.Run.identity`)
+RUN_IDENTITY: list[tuple[str, pa.DataType]] = [
+    ("run_id", pa.string()), ("agent", pa.string()), ("configuration", pa.string()), ("task", pa.string()),
+    ("repeat", pa.int32()), ("seed", pa.int64()),
+    *CONFIGURATION_COLUMNS,
 ]
 
 PLAN_SCHEMA = keyed(pa.schema([*RUN_IDENTITY, ("batch", pa.string())]), "run_id")
@@ -205,8 +207,6 @@ def write_dataset(
 ) -> None:
     """Cast to the declared schema (failing loudly on a mismatch), check its key and write
     atomically; ``metadata`` adds key–value pairs to the file's schema metadata."""
-    from forgetting.atomic import atomic_path
-
     table = checked_dataset(table, path, schema, metadata)
     with atomic_path(path) as tmp:
         write_table(table, tmp)
@@ -241,7 +241,6 @@ def key_problem(table: pa.Table, key: tuple[str, ...]) -> str | None:
     counts = table.select(list(key)).group_by(list(key)).aggregate([([], "count_all")])
     if counts.num_rows == table.num_rows:
         return None
-    import pyarrow.compute as pc
 
     dups = counts.filter(pc.greater(counts.column("count_all"), 1))
     # the example: the first key of the file that repeats (the error path only)

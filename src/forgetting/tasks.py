@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from forgetting.demo.tasks import demo_task_ids
 from forgetting.errors import ConfigError, ResourceError
 from forgetting.seeds import text_hex
 
@@ -35,8 +36,6 @@ def known_task_ids(cfg: Mapping[str, Any], *, root: Path, source: str) -> set[st
     """Every id the configured dataset holds."""
     dataset = cfg["dataset"]
     if dataset["kind"] == "demo":
-        from forgetting.demo.tasks import demo_task_ids  # the demo's own registry
-
         instances = dataset["instances"]
         path = Path(instances) if Path(instances).is_absolute() else root / instances
         if not path.is_dir():

@@ -8,7 +8,7 @@ import pyarrow.csv as pacsv
 
 from forgetting import chat_format, schemas, tokenizer
 from forgetting.calllog import CallLogWriter
-from forgetting.deletion.record import PartDeletion
+from forgetting.records import PartDeletion
 
 TOOLS = [
     {

@@ -12,21 +12,11 @@ import pytest
 
 from forgetting.behaviour import label_run
 from forgetting.schemas import TOOL_CALLS_SCHEMA, read_dataset
-from forgetting_testkit.trajectories import (
-    A_PY,
-    B_PY,
-    deletion,
-    text_trajectory,
-    toolcall_trajectory,
-    trae_trajectory,
-    write_call_log,
-    write_json,
-    write_run_json,
-)
+from forgetting_testkit import trajectories
 
 
 def test_label_toolcall_traj_to_parquet(tmp_path: Path, run_cli) -> None:
-    traj = write_json(tmp_path / "django__django-1.traj.json", toolcall_trajectory())
+    traj = trajectories.write_json(tmp_path / "django__django-1.traj.json", trajectories.toolcall_trajectory())
     out = tmp_path / "rows.parquet"
     proc = run_cli("label", traj, "--out", out)
     assert proc.returncode == 0, proc.stderr
@@ -38,7 +28,7 @@ def test_label_toolcall_traj_to_parquet(tmp_path: Path, run_cli) -> None:
 
 
 def test_label_text_traj_to_csv(tmp_path: Path, run_cli) -> None:
-    traj = write_json(tmp_path / "old.traj.json", text_trajectory())
+    traj = trajectories.write_json(tmp_path / "old.traj.json", trajectories.text_trajectory())
     out = tmp_path / "rows.csv"
     proc = run_cli("label", traj, "--agent", "mini-text", "--out", out)
     assert proc.returncode == 0, proc.stderr
@@ -54,7 +44,7 @@ def test_label_text_traj_to_csv(tmp_path: Path, run_cli) -> None:
 
 
 def test_label_prints_rows_without_out(tmp_path: Path, run_cli) -> None:
-    traj = write_json(tmp_path / "trae.json", trae_trajectory())
+    traj = trajectories.write_json(tmp_path / "trae.json", trajectories.trae_trajectory())
     proc = run_cli("label", traj)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
@@ -65,11 +55,11 @@ def test_label_prints_rows_without_out(tmp_path: Path, run_cli) -> None:
 
 def test_label_run_directories(tmp_path: Path, run_cli) -> None:
     runs = tmp_path / "results" / "runs" / "mini"
-    for config, deleted in (("baseline", {}), ("immediate-turn-tool_output-100", {2: [deletion(1)]})):
+    for config, deleted in (("baseline", {}), ("immediate-turn-tool_output-100", {2: [trajectories.deletion(1)]})):
         run = runs / config / "demo__t1" / "1"
-        write_json(run / "trajectory.json", toolcall_trajectory())
-        write_call_log(run / "calls.jsonl", deleted)
-        write_run_json(run, status="submitted", turns=10)
+        trajectories.write_json(run / "trajectory.json", trajectories.toolcall_trajectory())
+        trajectories.write_call_log(run / "calls.jsonl", deleted)
+        trajectories.write_run_json(run, status="submitted", turns=10)
     out = tmp_path / "rows.parquet"
     proc = run_cli("label", tmp_path / "results", "--out", out)
     assert proc.returncode == 0, proc.stderr
@@ -92,14 +82,13 @@ def test_label_run_directories(tmp_path: Path, run_cli) -> None:
 
 
 def test_label_errors_are_one_line(tmp_path: Path, run_cli) -> None:
-    bad = write_json(tmp_path / "x.json", {"foo": 1})
+    bad = trajectories.write_json(tmp_path / "x.json", {"foo": 1})
     proc = run_cli("label", bad)
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error: ") and "unknown trajectory format" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    proc = run_cli(
-        "label", write_json(tmp_path / "a.traj.json", text_trajectory()), "--out", tmp_path / "x.txt"
-    )
+    text = trajectories.write_json(tmp_path / "a.traj.json", trajectories.text_trajectory())
+    proc = run_cli("label", text, "--out", tmp_path / "x.txt")
     assert proc.returncode == 2 and "expected a .parquet or .csv" in proc.stderr
     proc = run_cli("label", tmp_path / "missing")
     assert proc.returncode == 2 and "no such file" in proc.stderr
@@ -129,8 +118,8 @@ def mini_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     work = tmp_path / "repo"
     work.mkdir()
-    (work / "a.py").write_text(A_PY)
-    (work / "b.py").write_text(B_PY)
+    (work / "a.py").write_text(trajectories.A_PY)
+    (work / "b.py").write_text(trajectories.B_PY)
     return work
 
 
@@ -215,9 +204,9 @@ def test_real_mini_swe_agent_trajectory(mini_env: Path, tmp_path: Path, text_mod
 
 def test_label_refuses_a_torn_call_log_unless_allowed(tmp_path: Path, run_cli) -> None:
     run = tmp_path / "runs" / "mini" / "immediate-turn-tool_output-100" / "demo__t1" / "1"
-    write_json(run / "trajectory.json", toolcall_trajectory())
-    calls = write_call_log(run / "calls.jsonl", {2: [deletion(1)]})
-    write_run_json(run, status="submitted", turns=10)
+    trajectories.write_json(run / "trajectory.json", trajectories.toolcall_trajectory())
+    calls = trajectories.write_call_log(run / "calls.jsonl", {2: [trajectories.deletion(1)]})
+    trajectories.write_run_json(run, status="submitted", turns=10)
     data = calls.read_bytes()
     start = data.rstrip(b"\n").rfind(b"\n") + 1
     calls.write_bytes(data[: start + 25])  # the proxy was killed while writing the last call
@@ -233,6 +222,6 @@ def test_label_refuses_a_torn_call_log_unless_allowed(tmp_path: Path, run_cli) -
     )
     assert "refetches_deleted=1" in proc.stdout.splitlines()[-1]
     # a bare trajectory with --call-log too
-    traj = write_json(tmp_path / "t.traj.json", toolcall_trajectory())
+    traj = trajectories.write_json(tmp_path / "t.traj.json", trajectories.toolcall_trajectory())
     proc = run_cli("label", traj, "--call-log", calls)
     assert proc.returncode == 2 and f"{calls}: line {line} is torn" in proc.stderr

@@ -30,6 +30,7 @@ from forgetting_testkit.histories import (
     realistic,
     request_history,
 )
+from forgetting_testkit.reduction_checks import check_last_turns_intact, check_memoized_equals_pure
 
 SYSTEM_TASK = (SYSTEM, TASK)
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -222,12 +223,7 @@ def test_system_task_and_actions_stay_byte_identical(h, d, seed):
 @given(histories(), configs, seeds)
 def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
     _, msgs = h
-    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
-    n = len(segment(msgs).turns)
-    for turn in range(max(1, n - d.keep_last + 1), n + 1):
-        for i in messages_of_turn(msgs, turn):
-            assert r.messages[i] == msgs[i]
-    assert all(x.turn <= n - d.keep_last for x in r.records)
+    check_last_turns_intact(msgs, d, seed)
 
 
 @PROPS
@@ -366,10 +362,7 @@ def test_a_policy_that_changes_its_mind_is_caught():
 def test_the_memoized_reducer_equals_the_pure_function_on_any_sequence_of_histories(h, d, seed, data):
     # cut anywhere (mid-turn too, e.g. a request ending with an assistant message), grow, shrink
     _, msgs = h
-    cuts = data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6))
-    reducer = Reducer(d, seed, actions=actions_of(msgs))
-    for cut in cuts:
-        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed, actions=actions_of(msgs))
+    check_memoized_equals_pure(msgs, d, seed, data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6)))
 
 
 def test_a_turn_whose_observations_arrive_later_is_rewritten_whole():

@@ -15,8 +15,9 @@ from forgetting.deletion import Reducer, reduce_history
 from forgetting.deletion.batch_policy import batch_frontier
 from forgetting.deletion.files import action_files, command_files, same_file
 from forgetting.deletion.gate_policy import CacheAwareGate, Prices, committed_after, estimate, remaining_calls
-from forgetting.deletion.policy import HistoryView, PolicyContext, make_policy
+from forgetting.deletion.policy import HistoryView, PolicyContext
 from forgetting.deletion.random_policy import turn_selected
+from forgetting.deletion.registry import make_policy
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
 from forgetting.messages import Action, actions, segment
 from forgetting.naming import parse_configuration_name
@@ -27,32 +28,21 @@ from forgetting_testkit.histories import (
     actions_of,
     build,
     histories,
-    messages_of_turn,
     observation,
     realistic,
     request_history,
 )
+from forgetting_testkit.reduction_checks import (
+    CONTEXT,
+    POLICY_NAMES,
+    check_last_turns_intact,
+    check_memoized_equals_pure,
+    policy_configurations,
+)
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 seeds = st.integers(0, 2**63 - 1)
-CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
-
-#: every policy beyond the paper, at several parameters
-POLICY_NAMES = [
-    "keep4-turn-tool_output-100",
-    "keep3-token-both-50",
-    "batch2-delayed-turn-both-50",
-    "batch3-immediate-token-tool_output-75",
-    "gate-delayed-turn-tool_output-100",
-    "gate1-immediate-turn-both-100",
-    "gate2-keep3-token-reasoning-50",
-    "reuse1-immediate",
-    "reuse2-delayed",
-    "reuse3-keep3",
-    "mask0",
-    "mask3",
-]
-POLICIES = [parse_configuration_name(n, "test", CONTEXT) for n in POLICY_NAMES]
+POLICIES = policy_configurations()
 policies_st = st.sampled_from(POLICIES)
 
 
@@ -97,12 +87,7 @@ def test_system_task_and_actions_stay_byte_identical(h, d, seed):
 @given(histories(pooled=True), all_st, seeds)
 def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
     _, msgs = h
-    r = reduce_history(msgs, d, seed, actions=actions_of(msgs))
-    n = len(segment(msgs).turns)
-    for turn in range(max(1, n - d.keep_last + 1), n + 1):
-        for i in messages_of_turn(msgs, turn):
-            assert r.messages[i] == msgs[i]
-    assert all(x.turn <= n - d.keep_last for x in r.records)
+    check_last_turns_intact(msgs, d, seed)
 
 
 @PROPS
@@ -133,10 +118,7 @@ def test_rewritten_turns_stay_rewritten_the_same_way_as_the_history_grows(h, d, 
 @given(histories(min_turns=1, pooled=True), all_st, seeds, st.data())
 def test_the_memoized_reducer_equals_the_pure_function_on_any_sequence_of_histories(h, d, seed, data):
     _, msgs = h
-    cuts = data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6))
-    reducer = Reducer(d, seed, actions=actions_of(msgs))
-    for cut in cuts:
-        assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed, actions=actions_of(msgs))
+    check_memoized_equals_pure(msgs, d, seed, data.draw(st.lists(st.integers(1, len(msgs)), min_size=1, max_size=6)))
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)

@@ -18,37 +18,17 @@ from forgetting import tokenizer
 from forgetting.behaviour import label_run, load_deletions
 from forgetting.calllog import CallLogWriter, read_call_log
 from forgetting.cost import cost_run, load_profiles
-from forgetting.deletion import DEFAULT_PLACEHOLDERS, PartDeletion, Reducer
-from forgetting.deletion.policy import PolicyContext
+from forgetting.deletion import DEFAULT_PLACEHOLDERS, Reducer
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.messages import segment
 from forgetting.naming import parse_configuration_name
-from forgetting.records import write_run_record
+from forgetting.records import PartDeletion, write_run_record
 from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
+from forgetting_testkit.reduction_checks import policy_configurations
 from forgetting_testkit.trajectories import run_record
 
-CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters
-CONFIGURATIONS = [
-    *paper_configurations(),
-    parse_configuration_name(BASELINE, "test"),
-    *(
-        parse_configuration_name(n, "test", CONTEXT)
-        for n in (
-            "keep4-turn-tool_output-100",
-            "keep3-token-both-50",
-            "batch2-delayed-turn-both-50",
-            "batch3-immediate-token-tool_output-75",
-            "gate-delayed-turn-tool_output-100",
-            "gate1-immediate-turn-both-100",
-            "gate2-keep3-token-reasoning-50",
-            "reuse1-immediate",
-            "reuse2-delayed",
-            "mask0",
-            "mask3",
-        )
-    ),
-]
+CONFIGURATIONS = [*paper_configurations(), parse_configuration_name(BASELINE, "test"), *policy_configurations()]
 TOOLS = [
     {
         "type": "function",

@@ -26,6 +26,11 @@ CART_OLD = "        return self.subtotal() * self.discount_percent\n"
 MINI_ACTION_REGEX = S.TEXT_ACTIONS.regex
 
 
+def default_model() -> ScriptedModel:
+    """A scripted model with the schema's default settings (the demo's own)."""
+    return S.model(ScriptedSettings.from_mapping())
+
+
 def ask(
     model: ScriptedModel,
     messages: list[dict[str, Any]],
@@ -194,28 +199,18 @@ def test_same_request_same_reply_and_the_seed_header_varies_runs(tmp_path: Path,
     m = S.model(ScriptedSettings.from_mapping())
     run = S.drive(m, repo, style=style, seed_header="a", stop_before=until("test"))
     for sent, response in zip(run.sent, run.responses, strict=True):
-        again = ask(S.model(ScriptedSettings.from_mapping()), sent, style, header="a")[2]
+        again = ask(default_model(), sent, style, header="a")[2]
         assert again["choices"] == response["choices"]
         assert again["usage"]["prompt_tokens"] == response["usage"]["prompt_tokens"]
     # same header, fresh repository: the identical run
-    replay = S.drive(
-        S.model(ScriptedSettings.from_mapping()),
-        S.checkout(tmp_path / "again"),
-        style=style,
-        seed_header="a",
-        stop_before=until("test"),
-    )
+    replay = S.drive(default_model(), S.checkout(tmp_path / "again"), style=style, seed_header="a",
+                     stop_before=until("test"))
     assert replay.commands == run.commands
     # different headers (baseline repeats): the runs are not all the same
     variants = set()
     for k in range(8):
-        other = S.drive(
-            S.model(ScriptedSettings.from_mapping()),
-            S.checkout(tmp_path / f"r{k}"),
-            style=style,
-            seed_header=f"repeat-{k}",
-            stop_before=lambda r: r["scripted_stand_in"]["policy_step"] in ("edit", "test"),
-        )
+        other = S.drive(default_model(), S.checkout(tmp_path / f"r{k}"), style=style, seed_header=f"repeat-{k}",
+                        stop_before=lambda r: r["scripted_stand_in"]["policy_step"] in ("edit", "test"))
         variants.add(tuple(other.commands) + tuple(other.responses[-1]["scripted_stand_in"]["policy_step"]))
     assert len(variants) >= 2
 
@@ -314,12 +309,7 @@ def _visible_before_edit(run: S.Run) -> None:
 )
 def test_never_edits_unseen_text(tmp_path: Path, deleter, label: str) -> None:
     for k in range(3):
-        run = S.drive(
-            S.model(ScriptedSettings.from_mapping()),
-            S.checkout(tmp_path / f"r{k}"),
-            delete=deleter,
-            seed_header=f"{label}-{k}",
-        )
+        run = S.drive(default_model(), S.checkout(tmp_path / f"r{k}"), delete=deleter, seed_header=f"{label}-{k}")
         assert run.exit == "Submitted"
         _visible_before_edit(run)
 

@@ -18,6 +18,7 @@ from forgetting import chat_format
 from forgetting.demo.scripted import SEED_HEADER, ScriptedModelServer
 from forgetting_testkit import scripted as S
 from forgetting_testkit.checkout import cli_env
+from forgetting_testkit.naive_cost import lcp_tokens
 
 
 def http(url: str, body: dict[str, Any] | None = None, headers: dict[str, str] | None = None):
@@ -30,15 +31,6 @@ def http(url: str, body: dict[str, Any] | None = None, headers: dict[str, str] |
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read())
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def test_usage_counts_real_tokens_and_emulates_the_prefix_cache(tmp_path: Path) -> None:
@@ -57,7 +49,7 @@ def test_usage_counts_real_tokens_and_emulates_the_prefix_cache(tmp_path: Path) 
         assert usage["total_tokens"] == len(prompt) + len(completion)
         # by hand: the longest prefix shared with an earlier prompt, in whole 16-token blocks,
         # never counting the prompt's last token
-        shared = max((common_prefix(prompt, p) for p in prompts), default=0)
+        shared = max((lcp_tokens(prompt, p) for p in prompts), default=0)
         expected = 16 * (min(shared, len(prompt) - 1) // 16)
         assert usage["prompt_tokens_details"]["cached_tokens"] == expected, k
         prompts.append(prompt)

@@ -19,7 +19,6 @@ from swebench.image_builder.image_spec import ImageSpec
 from forgetting.errors import ResourceError, UserError
 from forgetting.evaluation.apptainer import (
     ApptainerBackend,
-    default_image,
     exec_command,
     image_uri,
     pull_command,
@@ -28,33 +27,38 @@ from forgetting.evaluation.apptainer import (
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.scripts import apply_and_eval_script
 from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
+from forgetting.instance_images import InstanceImages
 from forgetting_testkit import evaltask, fakes
+from forgetting_testkit.sif import write_sif
 
 FAKE = fakes.APPTAINER
 
 
-def test_image_names_follow_the_harness():
-    assert (
-        default_image("django__django-11099") == "swebench/sweb.eval.x86_64.django_1776_django-11099:latest"
-    )
-    # the same name swebench's own ImageSpec gives a published image
-    spec = ImageSpec(instance_id="django__django-11099", dockerfile="FROM scratch", namespace="swebench")
-    assert default_image("django__django-11099") == spec.name
-    assert image_uri({"instance_id": "a__b-1"}) == "docker://swebench/sweb.eval.x86_64.a_1776_b-1:latest"
-    assert image_uri({"instance_id": "a__b-1", "image": "ghcr.io/x/y:2"}) == "docker://ghcr.io/x/y:2"
+X86 = InstanceImages.from_section({"architecture": "x86_64"})
+ARM = InstanceImages.from_section({"architecture": "arm64", "namespace": "ghcr.io/site"})
+
+
+@pytest.mark.parametrize(("images", "arch", "namespace"), [(X86, "amd64", "swebench"), (ARM, "arm64", "ghcr.io/site")])
+def test_image_names_follow_the_harness(images, arch, namespace):
+    # the same name swebench's own ImageSpec gives a registry image of that architecture
+    spec = ImageSpec(instance_id="django__django-11099", dockerfile="FROM scratch", namespace=namespace, arch=arch)
+    assert images.name("django__django-11099") == spec.name
+    assert image_uri({"instance_id": "django__django-11099"}, images) == f"docker://{spec.name}"
+    # a swebench 5.x row's own image (the published x86_64 one) does not decide
+    assert image_uri({"instance_id": "a__b-1", "image": "ghcr.io/x/y:2"}, images) == images.uri("a__b-1")
 
 
 def test_pull_command_exactly():
     settings = ApptainerSettings.from_section({"pull_args": ["--disable-cache"]})
-    cmd = pull_command(
-        {"instance_id": "django__django-11099"}, Path("/sif/django__django-11099.sif"), settings
-    )
+    cmd = pull_command({"instance_id": "django__django-11099"}, Path("/sif/django__django-11099.sif"), settings, ARM)
     assert cmd == [
         "apptainer",
         "pull",
+        "--arch",
+        "arm64",
         "--disable-cache",
         "/sif/django__django-11099.sif",
-        "docker://swebench/sweb.eval.x86_64.django_1776_django-11099:latest",
+        "docker://ghcr.io/site/sweb.eval.arm64.django_1776_django-11099:latest",
     ]
 
 
@@ -148,10 +152,7 @@ def row(tmp_path_factory):
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     """Settings whose apptainer is the test double; returns (settings, calls file)."""
-    exe = tmp_path / "bin" / "apptainer"
-    exe.parent.mkdir()
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    exe.chmod(0o755)
+    exe = fakes.install(FAKE, tmp_path / "bin" / "apptainer")
     calls = tmp_path / "calls.jsonl"
     testbed = tmp_path / "testbed"
     evaltask.build_repo(testbed)
@@ -164,8 +165,7 @@ def fake(tmp_path, monkeypatch):
     return settings, calls
 
 
-def calls_of(path: Path) -> list[list[str]]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+calls_of = fakes.apptainer_calls
 
 
 def test_backend_pulls_once_runs_the_rows_eval_script_and_grades(row, fake, tmp_path):
@@ -180,10 +180,10 @@ def test_backend_pulls_once_runs_the_rows_eval_script_and_grades(row, fake, tmp_
     assert report.tests["FAIL_TO_PASS"]["failure"] == [] and len(report.tests["FAIL_TO_PASS"]["success"]) == 2
     sif = settings.image_dir / "demo__calc-1.sif"
     pull, run = calls_of(calls)
-    partial = Path(pull[1])  # pulled to a temporary name, then renamed into place
+    partial = Path(pull[-2])  # pulled to a temporary name, then renamed into place
     assert partial.parent == sif.parent and partial.name.startswith(".demo__calc-1.sif.")
-    assert pull == pull_command(row, partial, settings.apptainer)[1:] and sif.is_file()
-    assert pull[2] == "docker://swebench/sweb.eval.x86_64.demo_1776_calc-1:latest"
+    assert pull == pull_command(row, partial, settings.apptainer, settings.images)[1:] and sif.is_file()
+    assert pull[-1] == settings.images.uri("demo__calc-1")
     assert run == exec_command(sif, (out / "eval").resolve(), settings.apptainer)[1:]
     # the eval script is swebench's make_test_spec of the row: the exit code is recorded
     assert "SWEBENCH_TEST_EXIT_CODE=$?" in (out / "eval" / "eval.sh").read_text()
@@ -207,7 +207,26 @@ def test_failed_pull_is_an_error_status(row, fake, tmp_path):
     settings, _ = fake
     broken = replace(settings, apptainer=ApptainerSettings.from_section({"executable": "false"}))
     with pytest.raises(ResourceError, match=r"apptainer pull docker://swebench/.* failed \(exit 1\)"):
-        pull_image(row, tmp_path / "sif2", broken.apptainer)
+        pull_image(row, tmp_path / "sif2", broken.apptainer, broken.images)
     assert list((tmp_path / "sif2").iterdir()) == []  # nothing half-pulled is left
     report = evaluate_patch(row, evaltask.patch("gold"), ApptainerBackend(broken), out_dir=tmp_path / "c")
     assert report.status == "error" and "apptainer pull" in report.error
+
+
+def test_a_pulled_image_of_another_architecture_is_an_error(row, fake, tmp_path, monkeypatch):
+    """Pulls ask for the configured architecture; an image that turns out to be of another one
+    (a registry without that platform) is removed, and one already on disk is not reused."""
+    settings, calls = fake
+    images = InstanceImages.from_section({"architecture": "arm64"})
+    pull_image(row, tmp_path / "ok", settings.apptainer, images)
+    assert calls_of(calls)[-1][1:3] == ["--arch", "arm64"]
+    monkeypatch.setenv("FAKE_APPTAINER_PULL_ARCH", "amd64")
+    with pytest.raises(ResourceError, match=r"the registry's image is built for amd64, not arm64 "
+                                            r"\(evaluation.instance_images.architecture: arm64\)"):
+        pull_image(row, tmp_path / "wrong", settings.apptainer, images)
+    assert list((tmp_path / "wrong").iterdir()) == []
+    old = write_sif(tmp_path / "old" / "demo__calc-1.sif", "amd64")
+    with pytest.raises(ResourceError, match=r"demo__calc-1.sif: the image is built for amd64, not arm64 "
+                                            r"\(evaluation.instance_images.architecture: arm64\)"):
+        pull_image(row, old.parent, settings.apptainer, images)
+    assert old.is_file()  # the user's file is left alone; the message says what to do

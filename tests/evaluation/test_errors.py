@@ -15,7 +15,6 @@ import hashlib
 import json
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.analysis import analyze_batch
 from forgetting.atomic import write_json
 from forgetting.collect import collect
 from forgetting.config import load_study
@@ -49,6 +47,7 @@ from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.dryrun import parse_jobs
 from forgetting_testkit.evaltask import make_run
 from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, runs_table, tool_calls_table
+from forgetting_testkit.studies import analyze_batches, place
 from forgetting_testkit.synth import synthesize
 
 TASKS = ["A", "B", "C", "D"]
@@ -198,17 +197,6 @@ def test_table1_counts_the_errors_per_evaluation_and_says_what_was_done(on_error
 
 
 # -- end to end: the demo tasks in the real on-disk format ---------------------------------------------
-BATCH_FILES = ("summary", "calls", "tool_calls", "run_costs", "timings")
-
-
-def analyze(study, keys=None) -> None:
-    layout = Layout(study.results_dir)
-    for batch in plan_batches(study):
-        if keys is None or batch.key in keys:
-            d = layout.batch_dir(batch.key)
-            analyze_batch(study, batch, outputs={n: d / f"{n}.parquet" for n in BATCH_FILES})
-
-
 def digest(path: Path) -> dict[str, str]:
     return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(path.rglob("*")) if p.is_file()}
@@ -234,17 +222,9 @@ def errored_demo(tmp_path_factory) -> tuple[Path, str, str]:
     document = json.loads(manifest.read_text())
     document["runs"][run.run_id] = {"status": "error", "resolved": False}
     write_json(manifest, document)
-    analyze(study)
+    analyze_batches(study)
     collect(study)
     return out, run.run_id, batch.key
-
-
-def place(template: Path, dest: Path) -> Path:
-    shutil.copytree(template, dest)
-    cfg = yaml.safe_load((dest / "study.yaml").read_text())
-    cfg["study"]["results_dir"] = str(dest)
-    (dest / "study.yaml").write_text(yaml.safe_dump(cfg))
-    return dest / "study.yaml"
 
 
 def overlay(config: Path, on_error: str) -> Path:
@@ -311,7 +291,7 @@ def test_the_named_command_redoes_just_that_evaluation_and_the_workflow_picks_it
     assert not [j for j in jobs if j.rule in ("run_batch", "evaluate_batch", "plan")]
     assert {"collect", "stats", "tables"} <= {j.rule for j in jobs}
 
-    analyze(study, {key})  # what that job does
+    analyze_batches(study, {key})  # what that job does
     collect(study)
     proc = run_cli("report", config, "--only", "stats", "--only", "tables")
     assert proc.returncode == 0, proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from swebench.harness.grading import get_eval_report
+from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.errors import ResourceError
 from forgetting.evaluation.grading import (
@@ -129,7 +130,7 @@ def test_patch_apply_failure_and_timeout_markers(spec, tmp_path):
 def test_full_swebench5_row_goes_through_make_test_spec():
     row = {
         **ROW,
-        "image": "swebench/sweb.eval.x86_64.demo_1776_calc-1:latest",
+        "image": ImageSpec(instance_id="demo__calc-1", dockerfile="-", namespace="swebench").name,
         "log_parser": "parse_log_pytest",
         "eval_type": "pass_and_fail",
         "eval_script": f"#!/bin/bash\nset -uxo pipefail\ncd /testbed\n: '{START}'\npytest -rA\n: '{END}'\n",

@@ -116,8 +116,7 @@ def stats() -> StatsTables:
 
 #: the paper's study with the overlay of config/policies.yaml: 42 + 7 configurations
 FULL_STUDY = {
-    **{d.name: {"policy": d.policy, "scope": d.scope, "granularity": d.granularity, "amount": d.amount,
-                "timing": d.timing, "keep_last": d.keep_last} for d in PAPER_CONFIGURATIONS},
+    **{d.name: d.columns() for d in PAPER_CONFIGURATIONS},
     **{n: CONFIGURATIONS[n] for n in BEYOND[:4]},
     "keep4-turn-tool_output-100": {**CONFIGURATIONS["keep8-turn-tool_output-100"], "keep_last": 4},
     "keep16-turn-tool_output-100": {**CONFIGURATIONS["keep8-turn-tool_output-100"], "keep_last": 16},

@@ -132,6 +132,7 @@ STUDY_COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "run-batch": lambda c, d: ["run-batch", str(c), "--batch", "mini/baseline/b000-00000000"],
     "evaluate": lambda c, d: ["evaluate", "--errored", "--config", str(c)],
     "scripted-model": lambda c, d: ["scripted-model", "--config", str(c)],
+    "preflight": lambda c, d: ["preflight", str(c)],
     "proxy": lambda c, d: ["proxy", "--upstream", UPSTREAM, "--deletion", "baseline", "--seed", "1",
                            "--log", str(d / "log"), "--agent", "mini", "--config", str(c)],
 }
@@ -225,7 +226,7 @@ SETS = {
 
 
 def set_cases() -> Iterator[Case]:
-    for command in ("plan", "report", "collect"):
+    for command in ("plan", "report", "collect", "preflight"):
         for what, item in SETS.items():
             yield Case(command, f"--set {what}",
                        lambda w, d, c=command, i=item: Spec([c, str(demo_config(d)), "--set", i]))
@@ -607,6 +608,13 @@ def other_cases() -> Iterator[Case]:
     for what, argv in reports.items():
         yield Case("report", what, lambda w, d, a=argv: Spec(a(w, d)))
     yield Case("collect", "a batch file corrupt (the datasets stay)", _collect_corrupt)
+    preflight = {
+        "--partition tpu": ["--partition", "tpu"],
+        "--partition empty": ["--partition", ""],
+        "--serve with a bad --set": ["--serve", "--set", "model=[1"],
+    }
+    for what, extra in preflight.items():
+        yield Case("preflight", what, lambda w, d, e=extra: Spec(["preflight", str(demo_config(d)), *e]))
     yield Case("dataset", "--name with --out a directory", lambda w, d: Spec(
         ["dataset", "fetch", "--name", "x/y", "--out", str(_mkdir(d / "o"))]))
     for what, argv in {"no command": [], "an unknown command": ["fly"], "an unknown option": ["plan", "--fly"],
@@ -698,7 +706,7 @@ AS_PROCESSES = {
     "evaluate: an eval/ beside the patch", "tasks: --from missing", "proxy: --upstream port out of range",
     "proxy: --upstream malformed IPv6", "proxy: port in use", "proxy: --run-id CR LF",
     "scripted-model: --settings an unknown key", "demo: --tasks missing", "dataset: --out a directory",
-    "report: --print an unknown table", "cli: an unknown command",
+    "report: --print an unknown table", "cli: an unknown command", "preflight: config invalid YAML",
 }
 
 

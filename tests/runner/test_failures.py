@@ -115,14 +115,14 @@ def test_a_model_server_that_dies_mid_batch_leaves_its_runs_unfinished(tmp_path,
 
 
 def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, monkeypatch):
-    import forgetting.demo.tasks
-    import forgetting.proxy
+    import forgetting.runner.execute
+    import forgetting.runner.workspace
 
     monkeypatch.setenv("FAKE_VLLM_SUBMIT_AT", "2")
     study = study_at(tmp_path, model=FAKE_VLLM_MODEL, tasks={"ids": [TASK, "demo__ledger-1"]},
                      repeats={"baseline": 2, "deletion": 1})
     batch = batch_of(study, "mini", "baseline")
-    real_proxy, real_checkout = forgetting.proxy.start_proxy, forgetting.demo.tasks.checkout
+    real_proxy, real_checkout = forgetting.runner.execute.start_proxy, forgetting.runner.workspace.checkout
 
     def proxy_fails_for_repeat_2(upstream, deletion, seed, log_dir, run_id, **kw):
         if run_id == f"mini/baseline/{TASK}/2":
@@ -134,9 +134,10 @@ def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, 
             raise OSError(28, "No space left on device")
         return real_checkout(tasks_dir, instance_id, dest)
 
-    # the run processes are forked from this one, so they see the patched functions
-    monkeypatch.setattr(forgetting.proxy, "start_proxy", proxy_fails_for_repeat_2)
-    monkeypatch.setattr(forgetting.demo.tasks, "checkout", checkout_fails_for_ledger)
+    # the run processes are forked from this one, so they see the patched functions (patched
+    # where the runner looks them up)
+    monkeypatch.setattr(forgetting.runner.execute, "start_proxy", proxy_fails_for_repeat_2)
+    monkeypatch.setattr(forgetting.runner.workspace, "checkout", checkout_fails_for_ledger)
     with pytest.raises(RunsNotFinished) as failure:
         run_batch(study, batch, echo=False)
     message = str(failure.value)

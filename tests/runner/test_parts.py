@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.agents import TRAE_COMMIT
+from forgetting.agents import TRAE_COMMIT, action_syntax, config_path, load_config
+from forgetting.demo.scripted.launch import scripted_command
 from forgetting.errors import ConfigError, RunOutputError
 from forgetting.layout import RUN_JSON
-from forgetting.model_server import scripted_command
 from forgetting.plan import plan_runs
 from forgetting.records import parse_trae, read_run_record
 from forgetting.runner import mini, trae
@@ -144,9 +144,9 @@ def test_mini_uses_its_own_swebench_configs_with_the_study_limits(tmp_path):
     settings = runner_settings(agent={"turn_cap": 60}, execution={"run_timeout_s": 900},
                                model={"backend": "scripted", "name": "x", "served_name": "scripted",
                                       "temperature": 0, "max_tokens": 4096})
-    assert mini.config_path("mini").name == "swebench.yaml"
-    assert mini.config_path("mini-text").name == "swebench_backticks.yaml"
-    config = mini.load_config("mini")
+    assert config_path("mini").name == "swebench.yaml"
+    assert config_path("mini-text").name == "swebench_backticks.yaml"
+    config = load_config("mini")
     model = mini.model_config(config, settings, "http://127.0.0.1:9999/v1")
     assert model["model_name"] == "hosted_vllm/scripted"
     assert model["model_kwargs"] == {"drop_params": True, "parallel_tool_calls": True,
@@ -165,14 +165,12 @@ def test_the_action_pattern_is_the_agents_own(tmp_path):
     it runs with — its own swebench_backticks.yaml (the package default) or the study's file."""
     from minisweagent.models.litellm_textbased_model import LitellmTextbasedModelConfig
 
-    from forgetting.runner.execute import action_syntax
-
     assert action_syntax("mini") is None and action_syntax("trae") is None
     default = action_syntax("mini-text")
     assert default.regex == LitellmTextbasedModelConfig.model_fields["action_regex"].default
-    assert "action_regex" not in (mini.load_config("mini-text")["model"])
+    assert "action_regex" not in (load_config("mini-text")["model"])
     own = tmp_path / "mine.yaml"
-    config = mini.load_config("mini-text")
+    config = load_config("mini-text")
     config["model"]["action_regex"] = r"```run\s*\n(.*?)\n```"
     own.write_text(yaml.safe_dump(config))
     custom = action_syntax("mini-text", own)
@@ -186,7 +184,7 @@ def test_the_action_pattern_is_the_agents_own(tmp_path):
 
 def test_mini_local_shell_gets_this_python_first_and_no_bytecode(monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    config = mini.load_config("mini")
+    config = load_config("mini")
     env = mini.shell_env(config, local=True)
     assert env["PATH"].split(os.pathsep)[:2] == [str(Path(sys.executable).parent), "/usr/bin"]
     assert env["PYTHONDONTWRITEBYTECODE"] == "1" and env["PYTHONPATH"] == ""
@@ -358,7 +356,7 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
     run = plan_runs(study_at(tmp_path / "study"))[0]
     ctx = RunContext(run, settings, tmp_path / "out", tmp_path / "scratch", ws, "fix it", "http://127.0.0.1:1/v1")
     (tmp_path / "scratch").mkdir()
-    config = mini.load_config("mini")
+    config = load_config("mini")
     env = mini._environment(ctx, config)
     assert type(env).__name__ == "SingularityEnvironment"
     assert (env.config.image, env.config.cwd, env.config.timeout) == (str(ws.image), "/testbed", 30)

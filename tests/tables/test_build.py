@@ -22,15 +22,7 @@ CACHE = [(1.30, 1.10, 1.50, 0.001, True), (1.25, 1.08, 1.40, 0.002, True), (1.02
 
 
 def _dims(name: str) -> dict:
-    d = paper_configuration(name)
-    return {
-        "policy": d.policy,
-        "scope": d.scope,
-        "granularity": d.granularity,
-        "amount": d.amount,
-        "timing": d.timing,
-        "keep_last": d.keep_last,
-    }
+    return paper_configuration(name).columns()
 
 
 def _effect(conf: str, metric: str, est, lo, hi, p, sig) -> dict:

@@ -8,12 +8,14 @@ import re
 
 import pytest
 import yaml
+import yte
 
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.dryrun import CI_PROFILE, PROFILE, by_rule, dry_run, dry_run_text, small_study, study_config
 from forgetting_testkit.submissions import local_rules, parse_dry_run, submissions_of, workflow_files
 
-SLURM = yaml.safe_load((PROFILE / "config.yaml").read_text())
+#: the cluster profile as Snakemake reads it: a YTE template (its `?…` values computed from x-site)
+SLURM = yte.process_yaml((PROFILE / "config.yaml").read_text(), require_use_yte=True)
 CI = yaml.safe_load((CI_PROFILE / "config.yaml").read_text())
 #: the keys CI may override: where and how big jobs are, and how this single node is reached
 SITE_KEYS = {
@@ -39,10 +41,30 @@ def test_cluster_profile_settings():
     # per-rule runtimes for every rule that is submitted
     submitted = rules_of_workflow() - local_rules(workflow_files(ROOT))
     assert submitted == set(SLURM["set-resources"]), submitted ^ set(SLURM["set-resources"])
-    assert all("runtime" in res for res in SLURM["set-resources"].values())
+    # a runtime for every one of them; run_batch's is the workflow's own, derived per batch
+    assert all("runtime" in res for rule, res in SLURM["set-resources"].items() if rule != "run_batch")
     gpu = SLURM["set-resources"]["run_batch"]
     assert gpu["gpu"] == 1 and gpu["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
     assert "cpus_per_task" not in SLURM["default-resources"]  # rules' threads reach --cpus-per-task
+    assert "runtime" not in gpu  # derived per batch by the workflow (forgetting.gpu_time)
+    # the GPU-side images are built where their code runs
+    assert SLURM["set-resources"]["build_gpu_image"]["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
+    assert SLURM["set-resources"]["preflight_gpu"]["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
+
+
+def test_a_batch_job_gets_its_gpus_share_of_a_node():
+    """Four one-GPU batch jobs fit a 4-GPU node: CPUs and memory are the node's, times the job's
+    GPUs over the node's (the site's three values, stated once in x-site)."""
+    site, gpu = SLURM["x-site"], SLURM["set-resources"]["run_batch"]
+    share = site["gpu_count"] / site["gpu_node_gpus"]
+    assert share == 1 / 4
+    assert gpu["cpus_per_task"] == site["gpu_node_cpus"] // 4 and gpu["mem_mb"] == site["gpu_node_mem_mb"] // 4
+    assert site["gpu_node_gpus"] * gpu["mem_mb"] <= site["gpu_node_mem_mb"]
+    assert site["gpu_node_gpus"] * gpu["cpus_per_task"] <= site["gpu_node_cpus"]
+    assert gpu["cpus_per_task"] >= 16  # execution.concurrency of the study: one agent and proxy per core
+    # one site value changed, the shares follow (YTE, as Snakemake renders the profile)
+    text = (PROFILE / "config.yaml").read_text().replace("gpu_node_cpus: 288", "gpu_node_cpus: 144")
+    assert yte.process_yaml(text, require_use_yte=True)["set-resources"]["run_batch"]["cpus_per_task"] == 36
 
 
 def test_site_values_are_placeholders_set_in_one_place():
@@ -72,7 +94,8 @@ def test_snakemake_applies_the_ci_overrides_on_top_of_the_cluster_profile(tmp_pa
     both = dry_run(cfg, tmp_path, profiles=(PROFILE, CI_PROFILE))
     (run,) = by_rule(alone, "run_batch")[:1]
     assert run.resources["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
-    assert run.resources["runtime"] == "720" and run.resources["gpu"] == "1"
+    assert run.resources["runtime"] == str(derived_runtime(cfg, 2)) and run.resources["gpu"] == "1"
+    assert (run.resources["cpus_per_task"], run.resources["mem_mb"]) == ("72", "115000")
     for job in both:
         assert job.resources["slurm_partition"] == "debug", job
         assert "slurm_account" not in job.resources
@@ -81,6 +104,13 @@ def test_snakemake_applies_the_ci_overrides_on_top_of_the_cluster_profile(tmp_pa
     # not overridden: the grouping of the cluster profile still applies
     text = dry_run_text(cfg, tmp_path, profiles=(PROFILE, CI_PROFILE))
     assert parse_dry_run(text).group_jobs["post"] == math.ceil(14 / 4)
+
+
+def derived_runtime(cfg, runs):
+    from forgetting.config import study_from_mapping
+    from forgetting.gpu_time import batch_runtime_min
+
+    return batch_runtime_min(study_from_mapping(cfg, source="test", root=ROOT), runs)
 
 
 def test_full_study_needs_at_most_200_submissions(tmp_path):
@@ -93,42 +123,15 @@ def test_full_study_needs_at_most_200_submissions(tmp_path):
     assert subs.per_group == {"post": math.ceil(batches / SLURM["group-components"]["post"])}
     assert subs.grouped_jobs == {"post": 2 * batches}
     singles = {r: n for r, n in subs.per_rule.items() if r != "run_batch"}
-    assert singles["build_image"] == 2 and singles["pull_swebench_images"] == 4  # vllm, trae-agent; 100 / 25
+    assert singles["build_gpu_image"] == 2 and singles["pull_swebench_images"] == 4  # vllm, trae-agent; 100 / 25
+    assert singles["preflight_gpu"] == singles["preflight_cpu"] == 1  # one small job per partition
     assert subs.total == batches + math.ceil(batches / 4) + sum(singles.values())
     assert subs.total <= 200
 
 
-SYNTHETIC = """\
-[Mon Jan  1 00:00:00 2026]
-rule run_batch:
-    output: a
-    jobid: 3
-
-[Mon Jan  1 00:00:00 2026]
-localrule plan:
-    output: p
-[Mon Jan  1 00:00:00 2026] Group job post (jobs in lexicogr. order):
-
-    [Mon Jan  1 00:00:00 2026]
-    rule analyze_batch:
-        output: x
-
-    [Mon Jan  1 00:00:00 2026]
-    rule evaluate_batch:
-        output: y
-
-    [Mon Jan  1 00:00:00 2026]
-    rule evaluate_batch:
-        output: z
-Group job post (jobs in lexicogr. order):
-    rule evaluate_batch:
-[Mon Jan  1 00:00:00 2026]
-rule collect:
-    output: c
-[Mon Jan  1 00:00:00 2026]
-rule all:
-    input: c
-"""
+#: a dry run's job list as Snakemake prints it: ungrouped jobs, a local rule, group jobs (their
+#: members indented or not)
+SYNTHETIC = (ROOT / "tests" / "data" / "dry_run_jobs.txt").read_text()
 
 
 def test_parse_dry_run_counts_group_jobs_and_ungrouped_jobs():
@@ -156,4 +159,4 @@ def test_local_rules_from_rule_files(tmp_path, text, expected):
 
 def test_the_workflows_local_rules():
     # target rules that only gather inputs, and the plan (seconds, no heavy work)
-    assert local_rules(workflow_files(ROOT)) == {"all", "plan", "images", "analysis"}
+    assert local_rules(workflow_files(ROOT)) == {"all", "plan", "images", "analysis", "preflight"}

@@ -43,7 +43,8 @@ def test_full_study_lists_every_batch_once_per_stage(study, tmp_path):
         assert keys(by_rule(jobs, rule)) == expected, rule
         assert len(by_rule(jobs, rule)) == 14
     assert len(by_rule(jobs, "collect")) == 1
-    assert not by_rule(jobs, "build_image") and not by_rule(jobs, "pull_swebench_images")
+    assert not by_rule(jobs, "build_gpu_image") and not by_rule(jobs, "build_cpu_image")
+    assert not by_rule(jobs, "pull_swebench_images")
 
 
 def test_one_configuration_touches_only_its_batches_under_the_full_plans_names(study, tmp_path):

@@ -28,16 +28,17 @@ def built(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("study")
     study = make_study(tmp)
     collect(study)
+    return study, _report(study)
+
+
+def _report(study) -> str:
+    """``forgetting report`` on the study; its output."""
     proc = subprocess.run(
         [sys.executable, "-m", "forgetting", "report", study.source],
-        cwd=ROOT,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
+        cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
-    return study, proc.stdout
+    return proc.stdout
 
 
 def _outputs(study) -> dict[str, bytes]:
@@ -76,15 +77,7 @@ def test_regeneration_is_byte_identical(built, tmp_path):
     layout = Layout(study.results_dir)
     for d in (layout.tables, layout.figures, layout.stats):
         shutil.rmtree(d)
-    proc = subprocess.run(
-        [sys.executable, "-m", "forgetting", "report", study.source],
-        cwd=ROOT,
-        env=cli_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
+    _report(study)
     assert _outputs(study) == first
 
 

@@ -48,6 +48,15 @@ def test_only_a_vllm_study_asks_for_a_gpu(tmp_path, model, gpu):
     config = write_study(tmp_path, **({"model": model} if model else {}))
     done = _snakemake(config, "-n", "--until", "run_batch", timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    resources = [line for line in done.stdout.splitlines() if line.strip().startswith("resources:")]
-    assert resources and all("runtime=720" in line for line in resources)
-    assert all(("gpu=1" in line) == gpu for line in resources)
+    from forgetting.gpu_time import batch_runtime_min
+    from forgetting_testkit.dryrun import by_rule, parse_jobs
+
+    study = load_study(config)
+    jobs = by_rule(parse_jobs(done.stdout), "run_batch")
+    assert jobs
+    for job in jobs:  # each batch's time limit from its number of runs (the throughput model's worst case)
+        runs = len(next(b for b in plan_batches(study) if b.name == job.wildcards["batch"]).runs)
+        assert job.resources["runtime"] == str(batch_runtime_min(study, runs))
+        assert ("gpu" in job.resources) == gpu
+    # a vLLM study's batches wait for the GPU partition's preflight; the scripted one has none
+    assert bool(by_rule(parse_jobs(done.stdout), "preflight_gpu")) == gpu

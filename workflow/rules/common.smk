@@ -1,7 +1,8 @@
 # Target lists and input functions shared by the stage rule files.
 
 from forgetting.containers import (
-    IMAGE_NAMES,
+    CPU_IMAGES,
+    GPU_IMAGES,
     ContainerSettings,
     images_for_evaluation,
     images_for_runs,
@@ -9,7 +10,12 @@ from forgetting.containers import (
     study_images,
 )
 
+from forgetting.preflight import partitions_of, target_key
+
 BATCH_DIR = f"{RESULTS}/batches/{{agent}}/{{configuration}}/{{batch}}"
+PREFLIGHT_DIR = f"{RESULTS}/preflight"
+PREFLIGHT_KEY = target_key(PLAN.study)
+PREFLIGHT_PARTITIONS = partitions_of(PLAN.study)
 
 
 def final_targets():
@@ -51,10 +57,28 @@ def evaluation_images(wildcards):
 
 
 def run_batch_resources():
-    """runtime for every backend; a GPU only where the model is served by vLLM (the cluster
-    profile maps gpu to the Slurm request; the demo stays on the local machine)."""
-    execution = PLAN.study.section("execution")
-    resources = {"runtime": int(execution["batch_runtime_min"])}
+    """The time limit of each batch job, derived from its number of runs (forgetting.gpu_time:
+    the worst case, at most execution.batch_runtime_limit_min); a GPU only where the model is
+    served by vLLM (the cluster profile maps gpu to the Slurm request; the demo stays local)."""
+    from forgetting.gpu_time import batch_runtime_min
+
+    def runtime(wildcards):
+        return batch_runtime_min(PLAN.study, len(PLAN.batch(wildcards.agent, wildcards.configuration, wildcards.batch).runs))
+
+    resources = {"runtime": runtime}
     if PLAN.study.section("model")["backend"] == "vllm":
         resources["gpu"] = 1
     return resources
+
+
+def preflight_output(partition):
+    """The preflight output a job of ``partition`` waits for (none where the study does not
+    use the partition, or in regenerate mode)."""
+    if partition not in PREFLIGHT_PARTITIONS or PLAN.regenerate:
+        return []
+    return [ancient(f"{PREFLIGHT_DIR}/{partition}-{PREFLIGHT_KEY}.txt")]
+
+
+def preflight_gpu_images(wildcards):
+    """The images the GPU partition's preflight reads: every batch job's."""
+    return sorted({ancient(p) for agent in PLAN.study.agents for p in images_for_runs(PLAN.study, agent)})

@@ -15,7 +15,11 @@ rule images:
     localrule: True
 
 
-rule build_image:
+# Two rules for one job, so that the profile puts each on the partition whose nodes run the
+# image's code: Apptainer builds for the architecture of the machine it builds on, and the GPU
+# nodes (aarch64 GH200) may differ from the CPU partition's. `forgetting preflight` reads each
+# SIF's architecture from its header and compares it with the node's.
+rule build_gpu_image:
     input:
         definition="containers/{image}.def",
     output:
@@ -23,7 +27,23 @@ rule build_image:
     log:
         f"{RESULTS}/logs/containers/build-{{image}}.log",
     wildcard_constraints:
-        image="|".join(IMAGE_NAMES),
+        image="|".join(GPU_IMAGES),
+    localrule: CONTAINERS.on_login_node
+    conda:
+        "../../envs/analysis.yaml"
+    script:
+        "../scripts/build_image.py"
+
+
+rule build_cpu_image:
+    input:
+        definition="containers/{image}.def",
+    output:
+        f"{CONTAINERS.image_dir}/{{image}}.sif",
+    log:
+        f"{RESULTS}/logs/containers/build-{{image}}.log",
+    wildcard_constraints:
+        image="|".join(CPU_IMAGES),
     localrule: CONTAINERS.on_login_node
     conda:
         "../../envs/analysis.yaml"

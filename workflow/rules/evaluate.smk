@@ -5,6 +5,7 @@ rule evaluate_batch:
     input:
         manifest=f"{BATCH_DIR}/runs.json",
         images=evaluation_images,
+        preflight=preflight_output("cpu"),
     output:
         manifest=f"{BATCH_DIR}/eval.json",
     log:

@@ -8,6 +8,7 @@
 rule run_batch:
     input:
         images=run_images,
+        preflight=preflight_output("gpu"),
     output:
         manifest=f"{BATCH_DIR}/runs.json",
     log:

@@ -1,3 +1,5 @@
+import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
+
 from forgetting.collect import collect
 from forgetting.workflow import job, study_of
 

@@ -1,3 +1,5 @@
+import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
+
 from forgetting.evaluation import evaluate_batch
 from forgetting.workflow import batch_of, job, study_of
 

@@ -147,17 +147,8 @@ def label_trajectory(
         schema=TOOL_CALLS_SCHEMA,
     )
     return BehaviourResult(
-        run_id=run_id,
-        source=traj.source,
-        agent=traj.agent,
-        turns=turns,
-        exit_status=exit_status,
-        table=table,
-        summary=summary,
-        events=events,
-        labels=labels,
-        label_counts=dict(Counter(labels)),
-        longest_streak=streak,
+        run_id=run_id, source=traj.source, agent=traj.agent, turns=turns, exit_status=exit_status, table=table,
+        summary=summary, events=events, labels=labels, label_counts=dict(Counter(labels)), longest_streak=streak,
         deletions=deletions if deletions.source is not None else None,
     )
 

@@ -4,7 +4,7 @@ proxy call log. What is at a path — a run directory of ours, a trajectory, a c
 decided by :mod:`forgetting.records.locate`.
 
 Deletions come from the proxy's call log: each call record's ``deleted`` lists the parts
-newly rewritten at that call (:class:`forgetting.deletion.record.PartDeletion`, parsed by the
+newly rewritten at that call (:class:`forgetting.records.PartDeletion`, parsed by the
 call-log reader), and a rewritten part stays rewritten in every later call. A record of part
 ``tool_output`` marks that turn's tool output as deleted from that call on. The deletion engine rewrites a turn's scoped
 content as a whole — turn-level selects whole turns, token-level thins every eligible

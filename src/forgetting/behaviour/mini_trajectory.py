@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 
+from forgetting.agents import action_syntax
 from forgetting.behaviour.events import ToolCallEvent, Trajectory
 from forgetting.errors import RunOutputError
 from forgetting.messages import MINI_1X_ACTIONS, ActionSyntax, actions, segment
@@ -66,8 +67,6 @@ def observation_payload(message: MiniMessage) -> str:
 
 def _installed_text_default() -> ActionSyntax:
     """The installed mini-swe-agent 2.x's text-mode action pattern (imports litellm: ~3 s)."""
-    from forgetting.runner.mini import action_syntax
-
     syntax = action_syntax("mini-text")
     assert syntax is not None
     return syntax

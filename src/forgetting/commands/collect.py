@@ -12,16 +12,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "collect",
-        help="collect batch analysis tables into the study's Parquet datasets",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "collect", help="collect batch analysis tables into the study's Parquet datasets", doc=__doc__)
     add_study_arguments(p)
     p.set_defaults(func=run)
 
@@ -29,7 +26,6 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from forgetting.collect import collect
     from forgetting.inputs import check_output_dir
-    from forgetting.layout import Layout
 
     study = study_from_args(args)
     check_output_dir(Layout(study.results_dir).datasets, "study.results_dir")

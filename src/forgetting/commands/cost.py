@@ -11,8 +11,13 @@ says how many were read.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from forgetting.atomic import atomic_path
+from forgetting.commands.common import add_allow_torn, add_command, torn_refusal, torn_warning
+from forgetting.errors import UserError
 
 _ROW_COLUMNS = (
     ("call", "call"),
@@ -31,12 +36,7 @@ _ROW_COLUMNS = (
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "cost",
-        help="flat and caching-aware cost of a run's model calls",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "cost", help="flat and caching-aware cost of a run's model calls", doc=__doc__)
     p.add_argument("paths", nargs="+", metavar="PATH", help="run directory, calls.jsonl or *.traj.json")
     p.add_argument(
         "--pricing",
@@ -50,11 +50,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--out", metavar="FILE", help="write the per-call rows to FILE.parquet or FILE.csv")
     p.add_argument("--run-id", help="run id for the rows (default: the call log's, or the file name)")
-    p.add_argument(
-        "--allow-torn",
-        action="store_true",
-        help="price the calls before a torn last line of a call log instead of stopping (says how many)",
-    )
+    add_allow_torn(p, "price")
     p.set_defaults(func=run)
 
 
@@ -110,8 +106,6 @@ def _print_rows(table: Any) -> None:
 
 def _write(table: Any, out: Path) -> None:
     from forgetting import schemas
-    from forgetting.atomic import atomic_path
-    from forgetting.errors import UserError
 
     suffix = out.suffix.lower()
     if suffix == ".parquet":
@@ -125,25 +119,11 @@ def _write(table: Any, out: Path) -> None:
         raise UserError(f"--out {out}: unknown format {suffix or '(none)'}; use .parquet or .csv")
 
 
-def torn_refusal(exc: Any, what: str) -> Any:
-    """The error for a torn call log, with the way to go on anyway."""
-    from forgetting.errors import UserError
-
-    return UserError(f"{exc}; rerun the run, or give --allow-torn to {what} the {exc.calls} calls before it")
-
-
-def torn_warning(path: Any, line: int, calls: int, what: str) -> str:
-    return f"warning: {path}: the call log is torn at line {line}; {what} the {calls} calls read before it"
-
-
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     import pyarrow as pa
 
     from forgetting.calllog import TornCallLog
     from forgetting.cost import cost_run, load_profiles
-    from forgetting.errors import UserError
     from forgetting.inputs import check_output_file
 
     out = Path(args.out) if args.out else None

@@ -11,10 +11,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from forgetting.evaluation.dataset_file import DEFAULT_DATASET, DEFAULT_OUT, DEFAULT_SPLIT, fetch_instances
+
 
 def add_parser(sub: Any) -> None:
-    from forgetting.evaluation.instances import DEFAULT_DATASET, DEFAULT_OUT, DEFAULT_SPLIT
-
     p = sub.add_parser("dataset", help="SWE-bench dataset rows: fetch", description=__doc__)
     dsub = p.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
     f = dsub.add_parser("fetch", help="download the dataset rows as JSONL (needs network)")
@@ -27,7 +27,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from forgetting.evaluation.instances import fetch_instances
     from forgetting.inputs import check_output_file
 
     out = check_output_file(Path(args.out), "--out")

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from forgetting.errors import ResourceError, UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -19,11 +23,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_setup(args: argparse.Namespace) -> int:
-    import shutil
-    import tempfile
-
     from forgetting.demo.tasks import checkout, demo_task_ids, is_clean_checkout, load_instance, load_solution
-    from forgetting.errors import ResourceError, UserError
 
     tasks = Path(args.tasks)
     if not tasks.is_dir():

@@ -21,15 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.commands import arg_types
+from forgetting.commands.common import add_command
+from forgetting.commands.study_args import noted, parse_overrides
+from forgetting.errors import UserError
+from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH, RUN_JSON
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "evaluate",
-        help="evaluate a run's patch (SWE-bench grading)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "evaluate", help="evaluate a run's patch (SWE-bench grading)", doc=__doc__)
     p.add_argument(
         "run_dir", nargs="?", help="a run directory (results/runs/AGENT/CONFIGURATION/TASK/REPEAT)"
     )
@@ -56,8 +55,6 @@ def add_parser(sub: Any) -> None:
 
 def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     """(label, instance id, patch file, output directory) of the evaluation asked for."""
-    from forgetting.errors import UserError
-    from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH, RUN_JSON
     from forgetting.plan import parse_run_id
     from forgetting.records import is_finished
 
@@ -113,13 +110,11 @@ def _redo_errored(study: Any, settings: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.commands.study_args import noted, parse_overrides
     from forgetting.config import load_study
     from forgetting.evaluation.backends import make_backend
     from forgetting.evaluation.evaluate import evaluate_patch, read_patch_file
     from forgetting.evaluation.instances import load_instances
     from forgetting.evaluation.settings import EvalSettings
-    from forgetting.layout import EVAL_JSON
 
     configs = args.config or ["config/config.yaml"]
     if args.errored and not (args.run_dir or args.patch or args.instance):

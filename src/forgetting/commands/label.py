@@ -11,8 +11,13 @@ the deletions of the calls before it and says how many were read.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+from forgetting.atomic import atomic_path
+from forgetting.commands.common import add_allow_torn, torn_refusal, torn_warning
+from forgetting.errors import UserError
 
 _SHOWN = (
     "turn",
@@ -57,17 +62,11 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--rules", help="a label-rules table to use instead of the packaged one")
     p.add_argument("--call-log", help="a proxy call log (calls.jsonl) for a bare trajectory file")
-    p.add_argument(
-        "--allow-torn",
-        action="store_true",
-        help="use the calls before a torn last line of a call log instead of stopping (says how many)",
-    )
+    add_allow_torn(p, "use")
     p.set_defaults(func=run)
 
 
 def _write(table: Any, out: Path) -> None:
-    from forgetting.atomic import atomic_path
-    from forgetting.errors import UserError
     from forgetting.schemas import TOOL_CALLS_SCHEMA, write_dataset
 
     if out.suffix == ".parquet":
@@ -99,14 +98,10 @@ def _print_rows(table: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-
     import pyarrow as pa
 
     from forgetting.behaviour import label_run
     from forgetting.calllog import TornCallLog
-    from forgetting.commands.cost import torn_refusal, torn_warning
-    from forgetting.errors import UserError
     from forgetting.inputs import check_output_file
     from forgetting.records import find_runs
 
@@ -122,14 +117,8 @@ def run(args: argparse.Namespace) -> int:
     for item in inputs:
         try:
             result = label_run(
-                item,
-                agent=args.agent,
-                threshold=args.threshold,
-                looping_window=args.looping_window,
-                turn_cap=args.turn_cap,
-                rules=args.rules,
-                call_log=args.call_log,
-                allow_torn=args.allow_torn,
+                item, agent=args.agent, threshold=args.threshold, looping_window=args.looping_window,
+                turn_cap=args.turn_cap, rules=args.rules, call_log=args.call_log, allow_torn=args.allow_torn,
             )
         except TornCallLog as exc:
             raise torn_refusal(exc, "label with the deletions of") from None

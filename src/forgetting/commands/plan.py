@@ -1,4 +1,7 @@
-"""``forgetting plan CONFIG [OVERLAY ...] [--out runs.parquet]``: the study's run table and its summary."""
+"""``forgetting plan CONFIG [OVERLAY ...] [--out runs.parquet]``: the study's run table and its summary.
+
+For a study served by vLLM it also prints the GPU time as a range, typical to worst case, and
+each batch job's time limit (docs/cluster.md, *GPU time*: ``forgetting.gpu_time``)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from forgetting.gpu_time import plan_lines
     from forgetting.inputs import check_output_file
     from forgetting.plan import plan_batches, summarize, write_run_table
 
@@ -24,6 +28,8 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.out, "--out")
     study = study_from_args(args)
     print(summarize(study).line())
+    for line in plan_lines(study, [len(b.runs) for b in plan_batches(study)]):
+        print(line)
     if args.out:
         write_run_table(study, args.out)
     if args.batches:

@@ -13,14 +13,17 @@ the study's ``agent.mini-text.config_file``). Prints its URL, then serves until 
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 from typing import Any
 
 from forgetting.commands import arg_types
+from forgetting.commands.common import add_command
+from forgetting.commands.study_args import noted
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("proxy", help="run the deletion proxy in front of an OpenAI-compatible server",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "proxy", help="run the deletion proxy in front of an OpenAI-compatible server", doc=__doc__)
     p.add_argument("--upstream", required=True, help="the model server's base URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--deletion", required=True, metavar="NAME",
                    help="configuration name, e.g. delayed-turn-tool_output-50, or baseline")
@@ -53,7 +56,7 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
 
 def agent_actions(agent: str, study: Any | None) -> Any:
     """The agent's action pattern, from the study's agent settings when a study is given."""
-    from forgetting.runner.execute import action_syntax
+    from forgetting.agents import action_syntax
     from forgetting.runner.settings import RunnerSettings
 
     files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
@@ -61,18 +64,13 @@ def agent_actions(agent: str, study: Any | None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
-    from forgetting.commands.study_args import noted
     from forgetting.config import load_study
+    from forgetting.inputs import check_output_dir
     from forgetting.proxy import ProxySettings, start_proxy
 
     study = noted(args, load_study(args.config)) if args.config else None
     deletion = resolve_deletion(args.deletion, study)
     settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
-    from forgetting.inputs import check_output_dir
-
     check_output_dir(args.log, "--log")
     actions = agent_actions(args.agent, study)
     handle = start_proxy(args.upstream, deletion, args.seed, args.log, args.run_id, actions=actions,

@@ -13,20 +13,19 @@ report of the same files: ``snakemake analysis --allowed-rules stats tables figu
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.errors import UserError
+from forgetting.layout import Layout
 
 STEPS = ("stats", "tables", "figures")
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "report",
-        help="regenerate statistics, tables and figures from the datasets",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "report", help="regenerate statistics, tables and figures from the datasets", doc=__doc__)
     add_study_arguments(p)
     p.add_argument(
         "--only",
@@ -47,12 +46,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
-    from forgetting.errors import UserError
     from forgetting.figures import write_figures
     from forgetting.inputs import check_output_dir
-    from forgetting.layout import Layout
     from forgetting.stats.run import write_stats
     from forgetting.tables import TABLES, render_table, write_tables
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.errors import UserError
+from forgetting.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "run", help="carry out one run (agent + proxy + model server)", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "run", help="carry out one run (agent + proxy + model server)", doc=__doc__)
     add_study_arguments(p, example="config/demo.yaml")
     p.add_argument("--run-id", required=True, help="AGENT/CONFIGURATION/TASK/REPEAT, a run of the study's plan")
     p.add_argument("--force", action="store_true", help="redo the run even if it has finished")
@@ -28,9 +28,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.errors import UserError
     from forgetting.inputs import check_output_dir
-    from forgetting.layout import Layout
     from forgetting.plan import parse_run_id, plan_runs
     from forgetting.runner import run_one
 

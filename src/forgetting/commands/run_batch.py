@@ -15,14 +15,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
+from forgetting.errors import UserError
+from forgetting.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "run-batch", help="carry out the unfinished runs of one batch", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = add_command(sub, "run-batch", help="carry out the unfinished runs of one batch", doc=__doc__)
     add_study_arguments(p, example="config/demo.yaml")
     p.add_argument("--batch", required=True, help="AGENT/CONFIGURATION/BATCH, e.g. mini/baseline/b000-1a2b3c4d")
     p.add_argument("--manifest", help="where the batch manifest goes (default: results/…/batches/KEY/runs.json)")
@@ -32,9 +32,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.errors import UserError
     from forgetting.inputs import check_output_dir, check_output_file
-    from forgetting.layout import Layout
     from forgetting.plan import plan_batches
     from forgetting.runner import run_batch
 

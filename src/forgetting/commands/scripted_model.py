@@ -8,9 +8,14 @@ interrupted (Ctrl-C or SIGTERM). Its answers describe this stand-in, not a langu
 from __future__ import annotations
 
 import argparse
+import json
+import signal
+import threading
 from typing import Any
 
+from forgetting.atomic import write_text
 from forgetting.commands import arg_types
+from forgetting.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -38,14 +43,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import signal
-    import threading
-
     from forgetting import config_schema
-    from forgetting.atomic import write_text
     from forgetting.config import PROJECT_ROOT, load_study
     from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings
-    from forgetting.errors import UserError
     from forgetting.model_server import served_name_of
 
     settings = ScriptedSettings.from_mapping()
@@ -60,8 +60,6 @@ def run(args: argparse.Namespace) -> int:
         if tasks is None and dataset["kind"] == "demo":
             tasks = str(study.path(dataset["instances"]))
     if args.settings is not None:
-        import json
-
         try:
             raw = json.loads(args.settings)
         except (ValueError, RecursionError) as exc:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from forgetting.config import Study
+from forgetting.errors import ConfigError
+from forgetting.inputs import parse_yaml
+
+if TYPE_CHECKING:  # a type only: loading a study imports the pipeline, which --help must not
+    from forgetting.config import Study
 
 
 def add_study_arguments(p: argparse.ArgumentParser, *, example: str = "config/config.yaml") -> None:
@@ -19,9 +23,6 @@ def add_study_arguments(p: argparse.ArgumentParser, *, example: str = "config/co
 
 def parse_overrides(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs, values parsed as YAML (so lists and numbers work)."""
-    from forgetting.errors import ConfigError
-    from forgetting.inputs import parse_yaml
-
     out: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")

@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from forgetting.atomic import write_text
 from forgetting.commands import arg_types
+from forgetting.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -22,8 +24,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from forgetting.atomic import write_text
-    from forgetting.errors import UserError
     from forgetting.inputs import check_output_file
     from forgetting.tasks import per_repository, read_id_file, stratified_sample
 

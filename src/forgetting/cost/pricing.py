@@ -33,7 +33,7 @@ from typing import Any
 
 from forgetting import config_schema
 from forgetting.config_schema import PROJECT_ROOT
-from forgetting.errors import ResourceError
+from forgetting.errors import ConfigError, ResourceError
 
 #: where the price sheets of a checkout live
 #: ``pricing.dir``'s default, in this checkout
@@ -152,19 +152,10 @@ def parse_profile(data: Any, path: Path, name: str | None = None) -> PricingProf
     if not isinstance(description, str):
         raise _fail(path, "description must be a string")
     return PricingProfile(
-        name=name or path.stem,
-        input=p_in,
-        cached_input=_price(path, prices, "cached_input"),
-        output=_price(path, prices, "output"),
-        cache_write=p_write,
-        min_prefix=min_prefix,
-        increment=increment,
-        recompute_last_token=recompute,
-        ttl_s=ttl,
-        capacity_tokens=capacity,
-        currency=currency,
-        description=description.strip(),
-        source=str(path),
+        name=name or path.stem, input=p_in, cached_input=_price(path, prices, "cached_input"),
+        output=_price(path, prices, "output"), cache_write=p_write, min_prefix=min_prefix, increment=increment,
+        recompute_last_token=recompute, ttl_s=ttl, capacity_tokens=capacity, currency=currency,
+        description=description.strip(), source=str(path),
     )
 
 
@@ -215,8 +206,6 @@ def profiles_from_config(
     """The profiles and the primary name of a study config's ``pricing`` section, or part of
     one (checked, its defaults filled; ``dir`` resolved against ``root``, default the project
     root); the primary is computed even when ``profiles`` omits it."""
-    from forgetting.errors import ConfigError
-
     section = config_schema.section("pricing", section)
     directory = Path(section["dir"])
     if not directory.is_absolute():

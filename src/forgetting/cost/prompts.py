@@ -20,9 +20,8 @@ from typing import Any, Literal
 import numpy as np
 
 from forgetting import chat_format
-from forgetting.deletion.record import PartDeletion
-from forgetting.errors import RunOutputError
-from forgetting.records import CallLogFile, Located, RunDir, locate, run_id_from_path
+from forgetting.calllog import read_call_log
+from forgetting.records import PartDeletion, run_id_from_path
 
 SourceKind = Literal["calllog", "trajectory"]
 
@@ -124,8 +123,6 @@ def from_call_log(
 
     A torn log is an error (:class:`forgetting.calllog.TornCallLog`); ``allow_torn`` prices
     the calls before the torn line and records where it was (``torn_line``)."""
-    from forgetting.calllog import read_call_log
-
     log = read_call_log(path, allow_torn=allow_torn)
     store = BlockStore()
     by_key: dict[str, int] = {}
@@ -155,24 +152,3 @@ def from_call_log(
             )
         )
     return run
-
-
-def load_run(
-    path: str | os.PathLike[str] | Located, run_id: str | None = None, *, allow_torn: bool = False
-) -> RunPrompts:
-    """The prompts of a run directory (its call log, else its trajectory), a call log or a
-    mini-swe-agent trajectory (what is at ``path``: :func:`forgetting.records.locate`;
-    ``allow_torn``: see :func:`from_call_log`)."""
-    from forgetting import layout
-    from forgetting.cost.trajectory import from_trajectory
-
-    found = locate(path)
-    if isinstance(found, RunDir):
-        if found.calls is not None:
-            return from_call_log(found.calls, run_id, allow_torn=allow_torn)
-        if found.trajectory is None:
-            raise RunOutputError(f"{found.path}: no {layout.CALLS} or {layout.TRAJECTORY}; nothing to cost")
-        return from_trajectory(found.trajectory, run_id)
-    if isinstance(found, CallLogFile):
-        return from_call_log(found.path, run_id, allow_torn=allow_torn)
-    return from_trajectory(found.path, run_id)

@@ -23,7 +23,8 @@ import pyarrow as pa
 from forgetting import schemas
 from forgetting.cost.accounting import CallAccount, account, split
 from forgetting.cost.pricing import PricingProfile
-from forgetting.cost.prompts import RunPrompts, load_run
+from forgetting.cost.prompts import RunPrompts
+from forgetting.cost.sources import load_run
 from forgetting.errors import UserError
 from forgetting.records import Located
 
@@ -84,7 +85,7 @@ class CostResult:
 def _deleted_columns(run: RunPrompts) -> dict[str, list[int]]:
     """Rewritten parts — (turn, part) pairs: a turn's tool output may span several messages —
     and the tokens of the original they removed (``tokens_removed`` of each rewritten message,
-    see :mod:`forgetting.deletion.record`), cumulative and new per call."""
+    see :mod:`forgetting.records.deletion_record`), cumulative and new per call."""
     seen: set[tuple[int, str, int]] = set()
     seen_parts: set[tuple[int, str]] = set()
     parts = tokens = 0

@@ -6,33 +6,25 @@ Public API::
     Reducer(deletion, seed, *, actions, settings=None).reduce(messages) -> Reduction   # memoized, one per run
 
 ``actions`` is the run's agent's :class:`~forgetting.messages.ActionSyntax` (what counts as an
-action in its reply text, never deleted; :func:`forgetting.runner.execute.action_syntax`), or
+action in its reply text, never deleted; :func:`forgetting.agents.action_syntax`), or
 None for an agent that acts by tool calls.
     DeletionSettings.from_config(study.section("deletion"))
 
 Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both message
 styles), :mod:`~forgetting.deletion.draws` (keyed draws), :mod:`~forgetting.deletion.tokens`
-(token-level removal), :mod:`~forgetting.deletion.policy` (the policy interface and
-registry), :mod:`~forgetting.deletion.random_policy` (the paper's policy),
-:mod:`~forgetting.deletion.engine` (applying a policy's decisions),
-:mod:`~forgetting.deletion.record` (what a rewrite did: the call log's ``deleted`` records).
+(token-level removal), :mod:`~forgetting.deletion.policy` (the policy interface),
+:mod:`~forgetting.deletion.registry` (the policies by name),
+:mod:`~forgetting.deletion.random_policy` (the paper's policy),
+:mod:`~forgetting.deletion.engine` (applying a policy's decisions; what a rewrite did is a
+:class:`~forgetting.records.PartDeletion`, the call log's ``deleted`` records).
 """
 
 from forgetting.deletion.engine import Reducer, Reduction, reduce_history
-from forgetting.deletion.parts import PARTS
-from forgetting.deletion.policy import (
-    HistoryView,
-    Policy,
-    PolicyError,
-    Rewrite,
-    configurable_policies,
-    make_policy,
-    policies,
-    register,
-)
-from forgetting.deletion.record import PartDeletion
+from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
+from forgetting.deletion.registry import configurable_policies, make_policy, policies
 from forgetting.deletion.settings import DEFAULT_PLACEHOLDERS, DeletionSettings
 from forgetting.deletion.tokens import TOKEN_DRAWS
+from forgetting.grid import PARTS
 
 __all__ = [
     "DEFAULT_PLACEHOLDERS",
@@ -40,7 +32,6 @@ __all__ = [
     "TOKEN_DRAWS",
     "DeletionSettings",
     "HistoryView",
-    "PartDeletion",
     "Policy",
     "PolicyError",
     "Reducer",
@@ -50,5 +41,4 @@ __all__ = [
     "make_policy",
     "policies",
     "reduce_history",
-    "register",
 ]

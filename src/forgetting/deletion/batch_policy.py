@@ -15,22 +15,10 @@ Config entry: ``policy: batch``, ``every`` (k ≥ 2) and the ``random`` keys (``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from forgetting.deletion.names import numbered
-from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite, register
-from forgetting.deletion.random_policy import (
-    RANDOM_KEYS,
-    RandomDeletion,
-    check_keys,
-    integer,
-    random_entry,
-    random_fields,
-    random_words,
-    retention_label,
-)
-from forgetting.errors import ConfigError
+import forgetting.deletion.random_policy as random_policy
+from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite
 from forgetting.grid import Deletion
 
 
@@ -41,8 +29,7 @@ def batch_frontier(n_turns: int, keep_last: int, every: int) -> int:
     return eligible - eligible % every
 
 
-@register
-class BatchedDeletion(RandomDeletion):
+class BatchedDeletion(random_policy.RandomDeletion):
     name = "batch"
     name_scheme = "batch{k}-{retention}-{granularity}-{scope}-{amount}"
 
@@ -55,26 +42,20 @@ class BatchedDeletion(RandomDeletion):
 
     @classmethod
     def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
-        check_keys(entry, (*RANDOM_KEYS, "every"), key, cls.name)
-        every = integer(entry, "every", key, 2)
-        d = Deletion(name="", policy=cls.name, **random_fields(entry, key), params={"every": every})
-        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+        random_policy.check_keys(entry, (*random_policy.RANDOM_KEYS, "every"), key, cls.name)
+        every = random_policy.integer(entry, "every", key, 2)
+        d = Deletion(name="", policy=cls.name, **random_policy.random_fields(entry, key), params={"every": every})
+        return cls.named(d, entry)
 
     @classmethod
     def canonical_name(cls, deletion: Deletion) -> str:
-        return f"batch{deletion.params['every']}-{random_words(deletion)}"
+        return f"batch{deletion.params['every']}-{random_policy.random_words(deletion)}"
 
     @classmethod
     def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
-        words = name.split("-")
-        every = numbered(words[0], "batch")
-        if every is False:
-            return None
-        entry = random_entry(words[1:], name, key) if len(words) == 5 else None
-        if entry is None:
-            raise ConfigError(f"{key}: {name!r} is not a batch name; expected {cls.name_scheme}")
-        return {"policy": cls.name, "every": every, **entry}
+        found = cls.numbered_entry(name, key)
+        return None if found is None else {"policy": cls.name, "every": found[0], **found[1]}
 
     @classmethod
     def label(cls, entry: Mapping[str, Any]) -> str:
-        return f"batched ×{entry.get('every')} · {retention_label(int(entry.get('keep_last', 0)))}"
+        return f"batched ×{entry.get('every')} · {random_policy.retention_label(int(entry.get('keep_last', 0)))}"

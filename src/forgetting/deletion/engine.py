@@ -23,14 +23,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from forgetting import tokenizer
-from forgetting.deletion import draws
-from forgetting.deletion.parts import PARTS, apply_fields, decompose, text_slots
-from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite, make_policy
-from forgetting.deletion.record import PartDeletion
+from forgetting.deletion.draws import rng
+from forgetting.deletion.parts import apply_fields, decompose, text_slots
+from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
+from forgetting.deletion.registry import make_policy
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.deletion.tokens import kept_text, removal_mask
-from forgetting.grid import Deletion
+from forgetting.grid import PARTS, Deletion
 from forgetting.messages import ActionSyntax, segment
+from forgetting.records import PartDeletion
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class Reducer:
         policy: Policy | None = None,
     ) -> None:
         """``actions``: how the run's agent writes actions into its reply text — the agent's
-        own pattern (:func:`forgetting.runner.execute.action_syntax`); None for an agent whose
+        own pattern (:func:`forgetting.agents.action_syntax`); None for an agent whose
         actions are tool calls. Text it matches is never deleted; any other text is reasoning.
         ``settings``: the study's ``deletion`` section (None: the schema's defaults)."""
         self.deletion = deletion
@@ -119,7 +120,7 @@ class Reducer:
         else:
             ids = [tokenizer.encode(c) for c in cores]
             before = sum(len(x) for x in ids)
-            gen = draws.rng(self.seed, "token", rw.turn, rw.part, ordinal)
+            gen = rng(self.seed, "token", rw.turn, rw.part, ordinal)
             mask = removal_mask(before, float(rw.amount or 0.0), gen, self.settings.token_draw)
             out, pos = [], 0
             for core, core_ids in zip(cores, ids, strict=True):

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forgetting.behaviour.rules import load_rules
 from forgetting.behaviour.shell import Command, parse
 from forgetting.messages import Action
 
@@ -54,8 +55,6 @@ def same_file(a: str, b: str) -> bool:
 
 
 def _command_files(cmd: Command, depth: int) -> set[str]:
-    from forgetting.behaviour.rules import load_rules
-
     rules = load_rules()
     out: set[str] = set()
     for r in cmd.redirects:

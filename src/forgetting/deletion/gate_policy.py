@@ -38,29 +38,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from forgetting.deletion.names import numbered
+import forgetting.deletion.random_policy as random_policy
+from forgetting.cost.pricing import load_profiles
 from forgetting.deletion.parts import text_slots
-from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite, register
-from forgetting.deletion.random_policy import (
-    RANDOM_KEYS,
-    RandomDeletion,
-    check_keys,
-    integer,
-    random_entry,
-    random_fields,
-    random_words,
-    retention_label,
-)
+from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError, UserError
 from forgetting.grid import Deletion
 
 
-@dataclass(frozen=True)
-class Prices:
+class Prices(NamedTuple):
     """Per million tokens; only their ratios matter to the gate."""
 
     cached_input: float
@@ -151,8 +141,7 @@ class _Sizes:
         ]
 
 
-@register
-class CacheAwareGate(RandomDeletion):
+class CacheAwareGate(random_policy.RandomDeletion):
     name = "gate"
     name_scheme = "gate[{H}]-{retention}-{granularity}-{scope}-{amount}"
 
@@ -224,11 +213,9 @@ class CacheAwareGate(RandomDeletion):
 
     @classmethod
     def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
-        from forgetting.cost.pricing import load_profiles
-
         context = context or PolicyContext.from_config()
-        check_keys(entry, (*RANDOM_KEYS, "horizon", "pricing"), key, cls.name)
-        horizon = integer(entry, "horizon", key, 1) if entry.get("horizon") is not None else None
+        random_policy.check_keys(entry, (*random_policy.RANDOM_KEYS, "horizon", "pricing"), key, cls.name)
+        horizon = random_policy.integer(entry, "horizon", key, 1) if entry.get("horizon") is not None else None
         pricing = str(entry.get("pricing") or context.pricing_primary)
         try:
             (profile,) = load_profiles(context.pricing_dir, [pricing])
@@ -242,30 +229,27 @@ class CacheAwareGate(RandomDeletion):
             "cached_input": profile.cached_input,
             "cache_write": profile.cache_write,
         }
-        d = Deletion(name="", policy=cls.name, **random_fields(entry, key), params=params)
-        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+        d = Deletion(name="", policy=cls.name, **random_policy.random_fields(entry, key), params=params)
+        return cls.named(d, entry)
 
     @classmethod
     def canonical_name(cls, deletion: Deletion) -> str:
         horizon = deletion.params.get("horizon")
-        return f"gate{'' if horizon is None else horizon}-{random_words(deletion)}"
+        return f"gate{'' if horizon is None else horizon}-{random_policy.random_words(deletion)}"
 
     @classmethod
     def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
-        words = name.split("-")
-        horizon = numbered(words[0], "gate", optional=True)
-        if horizon is False:
+        found = cls.numbered_entry(name, key, optional=True)
+        if found is None:
             return None
-        entry = random_entry(words[1:], name, key) if len(words) == 5 else None
-        if entry is None:
-            raise ConfigError(f"{key}: {name!r} is not a gate name; expected {cls.name_scheme}")
+        horizon, entry = found
         return {"policy": cls.name, **({"horizon": horizon} if horizon is not None else {}), **entry}
 
     @classmethod
     def label(cls, entry: Mapping[str, Any]) -> str:
         h = entry.get("horizon")
         over = "to the turn cap" if h is None else f"{h} calls"
-        return f"cache gate, {over} · {retention_label(int(entry.get('keep_last', 0)))}"
+        return f"cache gate, {over} · {random_policy.retention_label(int(entry.get('keep_last', 0)))}"
 
 
 def committed_after(steps: Sequence[tuple[frozenset[Rewrite], GateEstimate | None]]) -> list[int]:

@@ -13,11 +13,10 @@ with ``{lines}``). Name: ``mask{M}``, e.g. ``mask10``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
-from forgetting.deletion.names import numbered, timing_of
-from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
+from forgetting.deletion.names import numbered
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, whole_tool_outputs
 from forgetting.deletion.random_policy import check_keys, integer
 from forgetting.errors import ConfigError
 from forgetting.grid import Deletion
@@ -26,7 +25,6 @@ DEFAULT_MASK_PLACEHOLDER = "[{lines} lines of old tool output omitted]"
 _KEYS = ("name", "policy", "keep_last", "placeholder")
 
 
-@register
 class ObservationMasking(Policy):
     name = "mask"
     name_scheme = "mask{M}"
@@ -45,17 +43,7 @@ class ObservationMasking(Policy):
         placeholder = entry.get("placeholder", DEFAULT_MASK_PLACEHOLDER)
         if not isinstance(placeholder, str) or "{lines}" not in placeholder or "\n" in placeholder:
             raise ConfigError(f"{key}.placeholder: {placeholder!r} must be one line of text containing {{lines}}")
-        d = Deletion(
-            name="",
-            policy=cls.name,
-            scope="tool_output",
-            granularity="turn",
-            amount=100.0,
-            keep_last=keep,
-            timing=timing_of(keep),
-            params={"placeholder": placeholder},
-        )
-        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+        return cls.named(whole_tool_outputs(cls.name, keep, 100.0, placeholder=placeholder), entry)
 
     @classmethod
     def canonical_name(cls, deletion: Deletion) -> str:
@@ -63,11 +51,11 @@ class ObservationMasking(Policy):
 
     @classmethod
     def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
-        words = name.split("-")
-        keep = numbered(words[0], "mask")
+        first, more, _ = name.partition("-")
+        keep = numbered(first, cls.name)
         if keep is False:
             return None
-        if len(words) != 1:
+        if more:  # a mask name is one word
             raise ConfigError(f"{key}: {name!r} is not a mask name; expected {cls.name_scheme}")
         return {"policy": cls.name, "keep_last": keep}
 

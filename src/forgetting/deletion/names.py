@@ -69,6 +69,14 @@ def numbered(word: str, prefix: str, *, optional: bool = False) -> int | bool | 
     return int(rest) if rest.isdigit() else False
 
 
+def split_numbered(name: str, prefix: str, *, optional: bool = False) -> tuple[int | None, list[str]] | None:
+    """A name whose first word is ``prefix`` and a number (:func:`numbered`): that number and
+    the words after it; None when the name is not of that prefix."""
+    first, *rest = name.split("-")
+    n = numbered(first, prefix, optional=optional)
+    return None if n is False else (n, rest)  # type: ignore[return-value]
+
+
 def selection_words(granularity: str | None, scope: str | None, amount: float | None) -> str:
     return f"{granularity}-{scope}-{amount_text(amount or 0)}"
 

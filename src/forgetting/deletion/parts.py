@@ -32,7 +32,6 @@ from typing import Any
 
 from forgetting.messages import ActionSyntax, split_text_actions
 
-PARTS: tuple[str, ...] = ("reasoning", "tool_output")
 #: one slot of a message: ("reasoning_content",), ("content",) or ("content", i) for list part i
 Path = tuple[Any, ...]
 #: the items of one slot: literal text kept as is, or the index of a core

@@ -20,34 +20,25 @@ meaningful (SPEC §2):
 Adding a policy is one module: subclass :class:`Policy`, set ``name``, implement
 ``decide`` and ``configure`` (config entry → :class:`~forgetting.grid.Deletion`), and for
 its names ``canonical_name`` (configuration → name) and ``name_entry`` (name → config entry;
-the scheme is in :mod:`forgetting.deletion.names`), decorate with :func:`register`, and list
-the module in :data:`POLICY_MODULES`.
+the scheme is in :mod:`forgetting.deletion.names`); then add one line to
+:data:`forgetting.deletion.registry.POLICIES` (its name → the class's dotted path).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from forgetting import config_schema
-from forgetting.deletion.parts import PARTS, Editable, decompose
-from forgetting.deletion.record import MODES
+from forgetting import config_schema, tokenizer
+from forgetting.deletion.names import timing_of
+from forgetting.deletion.parts import Editable, decompose
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
-from forgetting.grid import Deletion
+from forgetting.grid import PARTS, Deletion
 from forgetting.messages import ActionSyntax, Segmented, Turn, detect_style, segment
-
-#: modules that define policies (imported on first use of the registry)
-POLICY_MODULES: tuple[str, ...] = (
-    "forgetting.deletion.random_policy",
-    "forgetting.deletion.batch_policy",
-    "forgetting.deletion.gate_policy",
-    "forgetting.deletion.reuse_policy",
-    "forgetting.deletion.mask_policy",
-)
+from forgetting.records.deletion_record import MODES
 
 
 @dataclass(frozen=True)
@@ -70,6 +61,13 @@ class PolicyContext:
         if not directory.is_absolute():
             directory = (root or config_schema.PROJECT_ROOT) / directory
         return cls(turn_cap=int(agent["turn_cap"]), pricing_dir=directory, pricing_primary=str(pricing["primary"]))
+
+
+def whole_tool_outputs(policy: str, keep_last: int, amount: float | None, **params: Any) -> Deletion:
+    """A configuration that replaces whole tool outputs (turn level) before the last
+    ``keep_last`` turns; ``amount``: the share of them, None where the policy decides which."""
+    return Deletion(name="", policy=policy, scope="tool_output", granularity="turn", amount=amount,
+                    keep_last=keep_last, timing=timing_of(keep_last), params=params)
 
 
 class PolicyError(RuntimeError):
@@ -164,8 +162,6 @@ class HistoryView:
     def count(self, text: str) -> int:
         """Tokens of ``text`` (the engine's tokenizer, cached per text; tests may pass another)."""
         if self._counter is None:
-            from forgetting import tokenizer
-
             return tokenizer.count(text)
         return self._counter(text)
 
@@ -212,6 +208,11 @@ class Policy:
         return deletion.name
 
     @classmethod
+    def named(cls, deletion: Deletion, entry: Mapping[str, Any]) -> Deletion:
+        """``deletion`` under its config entry's ``name``, else its :meth:`canonical_name`."""
+        return replace(deletion, name=str(entry.get("name") or cls.canonical_name(deletion)))
+
+    @classmethod
     def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
         """The config entry a name of this policy's scheme stands for; None when ``name`` is
         not of its scheme; ConfigError (one line) when it starts like one but is malformed."""
@@ -224,48 +225,6 @@ class Policy:
         return str(entry.get("name", cls.name))
 
 
-_REGISTRY: dict[str, type[Policy]] = {}
-_loaded = False
-
-
-def register(cls: type[Policy]) -> type[Policy]:
-    """Class decorator: make a policy selectable by its ``name``."""
-    if not cls.name or cls.name in _REGISTRY:
-        raise PolicyError(f"policy name {cls.name!r} is empty or already registered")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        for module in POLICY_MODULES:
-            importlib.import_module(module)
-        _loaded = True
-
-
-def policies() -> dict[str, type[Policy]]:
-    """Every registered policy by name (``none``, ``random``, …)."""
-    _load()
-    return dict(_REGISTRY)
-
-
-def configurable_policies() -> list[str]:
-    """Names a ``configurations.policies`` entry may use."""
-    return sorted(n for n, cls in policies().items() if cls.configurable)
-
-
-def make_policy(deletion: Deletion, settings: DeletionSettings | None = None) -> Policy:
-    cls = policies().get(deletion.policy)
-    if cls is None:
-        raise ConfigError(
-            f"configuration {deletion.name!r}: unknown policy {deletion.policy!r}; "
-            f"known policies: {', '.join(sorted(policies()))}"
-        )
-    return cls(deletion, settings or DeletionSettings.from_config(None))
-
-
-@register
 class NoDeletion(Policy):
     """The baseline: nothing is ever rewritten."""
 

@@ -20,18 +20,18 @@ decisions, names) serve the policies built on this one (``batch``, ``gate``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
-from forgetting.deletion import draws
+from forgetting.deletion.draws import unit
 from forgetting.deletion.names import (
     parse_retention,
     parse_selection,
     retention_word,
     selection_words,
+    split_numbered,
     timing_of,
 )
-from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
 from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion
@@ -41,7 +41,7 @@ RANDOM_KEYS = ("name", "policy", "scope", "granularity", "amount", "keep_last", 
 
 def turn_selected(seed: int, turn: int, amount: float) -> bool:
     """Whether turn-level deletion at ``amount`` percent selects ``turn`` in this run."""
-    return draws.unit(seed, "turn", turn) < float(amount) / 100.0
+    return unit(seed, "turn", turn) < float(amount) / 100.0
 
 
 def turn_rewrites(deletion: Deletion, seed: int, turn: int) -> tuple[Rewrite, ...]:
@@ -137,7 +137,6 @@ def retention_label(keep_last: int) -> str:
     return timing if timing is not None else f"keep {keep_last}"
 
 
-@register
 class RandomDeletion(Policy):
     name = "random"
     name_scheme = "{retention}-{granularity}-{scope}-{amount}"
@@ -162,7 +161,7 @@ class RandomDeletion(Policy):
     def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
         check_keys(entry, RANDOM_KEYS, key, cls.name)
         d = Deletion(name="", policy=cls.name, **random_fields(entry, key))
-        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+        return cls.named(d, entry)
 
     @classmethod
     def canonical_name(cls, deletion: Deletion) -> str:
@@ -179,3 +178,19 @@ class RandomDeletion(Policy):
     @classmethod
     def label(cls, entry: Mapping[str, Any]) -> str:
         return retention_label(int(entry.get("keep_last", 0)))
+
+    @classmethod
+    def numbered_entry(
+        cls, name: str, key: str, *, optional: bool = False
+    ) -> tuple[int | None, dict[str, Any]] | None:
+        """A name ``{policy}{n}-{retention}-{granularity}-{scope}-{amount}`` of a policy that adds
+        a number to the paper's words (batch, gate): that number and the entry the words stand
+        for; None when the name is not of this policy; ConfigError when it is a malformed one."""
+        parsed = split_numbered(name, cls.name, optional=optional)
+        if parsed is None:
+            return None
+        n, words = parsed
+        entry = random_entry(words, name, key) if len(words) == 4 else None
+        if entry is None:
+            raise ConfigError(f"{key}: {name!r} is not a {cls.name} name; expected {cls.name_scheme}")
+        return n, entry

@@ -22,12 +22,11 @@ Name: ``reuse{N}-{retention}``, e.g. ``reuse4-delayed``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 from forgetting.deletion.files import action_files, touches
-from forgetting.deletion.names import numbered, parse_retention, retention_word, timing_of
-from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, register
+from forgetting.deletion.names import parse_retention, retention_word, split_numbered
+from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, whole_tool_outputs
 from forgetting.deletion.random_policy import check_keys, integer, keep_last_of, retention_label
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.errors import ConfigError
@@ -71,7 +70,6 @@ def turn_files(view: HistoryView, turn: int) -> frozenset[str]:
     return out
 
 
-@register
 class ReuseAware(Policy):
     name = "reuse"
     name_scheme = "reuse{N}-{retention}"
@@ -104,17 +102,7 @@ class ReuseAware(Policy):
         check_keys(entry, _KEYS, key, cls.name)
         stale_after = integer(entry, "stale_after", key, 1)
         keep = keep_last_of(entry, key)
-        d = Deletion(
-            name="",
-            policy=cls.name,
-            scope="tool_output",
-            granularity="turn",
-            amount=None,
-            keep_last=keep,
-            timing=timing_of(keep),
-            params={"stale_after": stale_after},
-        )
-        return replace(d, name=str(entry.get("name") or cls.canonical_name(d)))
+        return cls.named(whole_tool_outputs(cls.name, keep, None, stale_after=stale_after), entry)
 
     @classmethod
     def canonical_name(cls, deletion: Deletion) -> str:
@@ -122,11 +110,11 @@ class ReuseAware(Policy):
 
     @classmethod
     def name_entry(cls, name: str, key: str) -> dict[str, Any] | None:
-        words = name.split("-")
-        n = numbered(words[0], "reuse")
-        if n is False:
+        parsed = split_numbered(name, "reuse")
+        if parsed is None:
             return None
-        keep = parse_retention(words[1], name, key) if len(words) == 2 else None
+        n, words = parsed
+        keep = parse_retention(words[0], name, key) if len(words) == 1 else None
         if keep is None:
             raise ConfigError(f"{key}: {name!r} is not a reuse name; expected {cls.name_scheme}")
         return {"policy": cls.name, "stale_after": n, "keep_last": keep}

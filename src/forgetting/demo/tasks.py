@@ -22,6 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from forgetting.errors import ResourceError, UserError
 
 #: ``demo__<project>-<number>``
@@ -136,12 +138,17 @@ def _relative_path(value: Any, where: str) -> str:
     return value
 
 
-def _check_edit(edit: Any, where: str) -> None:
-    if not isinstance(edit, dict):
-        raise ResourceError(f"{where}: expected a mapping with {', '.join(_EDIT_KEYS)}")
-    unknown = sorted(set(edit) - set(_EDIT_KEYS))
+def _check_keys(obj: Any, keys: Sequence[str], where: str) -> None:
+    """A mapping of some of ``keys`` and nothing else."""
+    if not isinstance(obj, dict):
+        raise ResourceError(f"{where}: expected a mapping with {', '.join(keys)}")
+    unknown = sorted(set(obj) - set(keys))
     if unknown:
         raise ResourceError(f"{where}: unknown key(s) {', '.join(unknown)}")
+
+
+def _check_edit(edit: Any, where: str) -> None:
+    _check_keys(edit, _EDIT_KEYS, where)
     _relative_path(edit.get("path"), f"{where}.path")
     for key in ("old", "new", "why"):
         if not isinstance(edit.get(key), str):
@@ -167,11 +174,7 @@ def _check_read(entry: Any, where: str) -> None:
 
 
 def _check_solution(data: Any, path: Path) -> None:
-    if not isinstance(data, dict):
-        raise ResourceError(f"{path}: expected a mapping with {', '.join(_SOLUTION_KEYS)}")
-    unknown = sorted(set(data) - set(_SOLUTION_KEYS))
-    if unknown:
-        raise ResourceError(f"{path}: unknown key(s) {', '.join(unknown)}")
+    _check_keys(data, _SOLUTION_KEYS, str(path))
     for key in ("summary", "test"):
         if not isinstance(data.get(key), str) or not data[key].strip():
             raise ResourceError(f"{path}: {key}: expected a non-empty string")
@@ -191,8 +194,6 @@ def _check_solution(data: Any, path: Path) -> None:
 
 def load_solution(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
     """A demo task's ``solution.yaml``, parsed and checked (see ``resources/demo/README.md``)."""
-    import yaml
-
     path, text = _task_file(tasks_dir, instance_id, "solution.yaml", "missing (every demo task needs one)")
     try:
         data = yaml.safe_load(text)

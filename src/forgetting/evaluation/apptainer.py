@@ -2,16 +2,15 @@
 
 swebench's harness needs a Docker engine, which HPC clusters lack. This backend uses the
 same instance images, pulled once per instance into ``evaluation.image_dir`` as
-``<instance_id>.sif`` (``apptainer pull … docker://swebench/sweb.eval.x86_64.<id>:latest``,
-``__`` in the id written ``_1776_`` as the harness names them), and runs in one
-``apptainer exec`` what the harness runs in its container: apply the patch in ``/testbed``
-(its ``GIT_APPLY_CMDS``), then the instance's eval script from swebench's ``make_test_spec``.
-The output is graded by swebench's parser for the instance.
+``<instance_id>.sif`` (``apptainer pull --arch ARCH … docker://NAME``, the name and the
+architecture from ``evaluation.instance_images``: :mod:`forgetting.instance_images`), and runs
+in one ``apptainer exec`` what the harness runs in its container: apply the patch in
+``/testbed`` (its ``GIT_APPLY_CMDS``), then the instance's eval script from swebench's
+``make_test_spec``. The output is graded by swebench's parser for the instance.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import time
@@ -21,41 +20,56 @@ from typing import Any
 
 from swebench.image_builder.constants import CONTAINER_WORKDIR
 
+from forgetting.atomic import atomic_output
 from forgetting.config import Study
 from forgetting.errors import ResourceError, UserError
-from forgetting.evaluation.backends import Outcome
+from forgetting.evaluation.backends import ConfiguredBySettings, Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import require_harness_fields, spec_for, verdict_from_log
+from forgetting.evaluation.instances import load_instances
 from forgetting.evaluation.scripts import apply_and_eval_script
-from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
+from forgetting.evaluation.settings import ApptainerSettings, EvalSettings, sif_path
+from forgetting.instance_images import InstanceImages
+from forgetting.sif import read_sif
 
 #: where the run's evaluation directory (patch, scripts, log) appears inside the container
 MOUNT = "/forgetting"
 TESTBED = CONTAINER_WORKDIR  # /testbed
 
 
-def default_image(instance_id: str) -> str:
-    """The published instance image, named as swebench's harness names it."""
-    return f"swebench/sweb.eval.x86_64.{instance_id.replace('__', '_1776_')}:latest".lower()
+def image_uri(instance: Mapping[str, Any], images: InstanceImages) -> str:
+    """The instance's image as ``evaluation.instance_images`` names it (``docker://…``). A swebench
+    5.x row's own ``image`` names the published x86_64 image and is not used: the same rows serve
+    a site whose images are built for arm64."""
+    return images.uri(str(instance["instance_id"]))
 
 
-def image_of(instance: Mapping[str, Any]) -> str:
-    """The row's ``image`` (swebench 5.x rows name it), else the published name."""
-    return str(instance.get("image") or default_image(str(instance["instance_id"])))
+def pull_command(instance: Mapping[str, Any], target: Path, settings: ApptainerSettings,
+                 images: InstanceImages) -> list[str]:
+    """``apptainer pull --arch GOARCH [ARGS] TARGET docker://IMAGE``: the image for the configured
+    architecture, wherever the pull runs (``--arch`` selects a platform of a docker:// source
+    since Apptainer 1.3)."""
+    return [settings.executable, "pull", "--arch", images.goarch, *settings.pull_args, str(target),
+            image_uri(instance, images)]
 
 
-def image_uri(instance: Mapping[str, Any]) -> str:
-    image = image_of(instance)
-    return image if "://" in image else f"docker://{image}"
-
-
-def sif_path(image_dir: Path, instance_id: str) -> Path:
-    return Path(image_dir) / f"{instance_id}.sif"
-
-
-def pull_command(instance: Mapping[str, Any], target: Path, settings: ApptainerSettings) -> list[str]:
-    """``apptainer pull [ARGS] TARGET docker://IMAGE``."""
-    return [settings.executable, "pull", *settings.pull_args, str(target), image_uri(instance)]
+def check_arch(sif: Path, images: InstanceImages, *, source: str | None = None) -> None:
+    """The SIF's architecture (its header) is the configured one, else a ResourceError that says
+    what to do: for a file in the image directory, remove it or set its architecture; for an image
+    just pulled from ``source``, push images of the configured architecture."""
+    found = read_sif(sif).arch
+    if found == images.goarch:
+        return
+    configured = f"evaluation.instance_images.architecture: {images.architecture}"
+    if source is None:
+        raise ResourceError(
+            f"{sif}: the image is built for {found}, not {images.goarch} ({configured}); remove it to pull "
+            f"the {images.architecture} image, or set the architecture it has (docs/cluster.md, Architecture)"
+        )
+    raise ResourceError(
+        f"apptainer pull {source}: the registry's image is built for {found}, not {images.goarch} ({configured}); "
+        "push images of that architecture and name their registry in evaluation.instance_images.namespace"
+    )
 
 
 def exec_command(sif: Path, work_dir: Path, settings: ApptainerSettings) -> list[str]:
@@ -88,33 +102,30 @@ def require_executable(settings: ApptainerSettings) -> str:
     return found
 
 
-def pull_image(instance: Mapping[str, Any], image_dir: Path, settings: ApptainerSettings) -> Path:
-    """The instance's SIF file, pulled once: an existing file is reused; a new one is pulled
-    to a temporary name and renamed into place, so an interrupted pull leaves nothing."""
+def pull_image(instance: Mapping[str, Any], image_dir: Path, settings: ApptainerSettings,
+               images: InstanceImages) -> Path:
+    """The instance's SIF file, pulled once: an existing file of the configured architecture is
+    reused (one of another is an error); a new one is pulled to a temporary name, its header
+    checked, and renamed into place, so an interrupted or wrong pull leaves nothing."""
     sif = sif_path(image_dir, str(instance["instance_id"]))
     if sif.is_file():
+        check_arch(sif, images)
         return sif
-    sif.parent.mkdir(parents=True, exist_ok=True)
-    partial = sif.with_name(f".{sif.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    try:
-        proc = subprocess.run(
-            pull_command(instance, partial, settings),
-            capture_output=True,
-            text=True,
-            timeout=settings.pull_timeout_s,
-        )
-    except subprocess.TimeoutExpired:
-        partial.unlink(missing_ok=True)
-        raise ResourceError(
-            f"apptainer pull {image_uri(instance)}: not done after {settings.pull_timeout_s} s "
-            "(evaluation.apptainer.pull_timeout_s)"
-        ) from None
-    if proc.returncode != 0 or not partial.is_file():
-        partial.unlink(missing_ok=True)
-        last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
-        raise ResourceError(f"apptainer pull {image_uri(instance)} failed (exit {proc.returncode}): {last}")
-    os.replace(partial, sif)
+    with atomic_output(sif) as partial:
+        try:
+            proc = subprocess.run(
+                pull_command(instance, partial, settings, images), capture_output=True, text=True,
+                timeout=settings.pull_timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise ResourceError(
+                f"apptainer pull {image_uri(instance, images)}: not done after {settings.pull_timeout_s} s "
+                "(evaluation.apptainer.pull_timeout_s)"
+            ) from None
+        if proc.returncode != 0 or not partial.is_file():
+            last = ((proc.stderr or proc.stdout).strip().splitlines() or [""])[-1][:300]
+            raise ResourceError(f"apptainer pull {image_uri(instance, images)} failed (exit {proc.returncode}): {last}")
+        check_arch(partial, images, source=image_uri(instance, images))
     return sif
 
 
@@ -122,23 +133,18 @@ def pull_images(
     study: Study, ids: Iterable[str] | None = None, *, progress: Callable[[str], None] | None = None
 ) -> list[Path]:
     """Pull the SIF image of every task of ``study`` (or of ``ids``) not pulled yet."""
-    from forgetting.evaluation.instances import load_instances
-
     settings = EvalSettings.from_study(study)
     require_executable(settings.apptainer)
     paths = []
     for instance_id, row in load_instances(study, ids).items():
-        paths.append(pull_image(row, settings.image_dir, settings.apptainer))
+        paths.append(pull_image(row, settings.image_dir, settings.apptainer, settings.images))
         if progress:
             progress(f"{instance_id}: {paths[-1]}")
     return paths
 
 
-class ApptainerBackend:
+class ApptainerBackend(ConfiguredBySettings):
     name = "apptainer"
-
-    def __init__(self, settings: EvalSettings) -> None:
-        self.settings = settings
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_executable(self.settings.apptainer)
@@ -147,11 +153,11 @@ class ApptainerBackend:
     def evaluate(self, instance: Mapping[str, Any], patch: str, *, work_dir: Path, label: str) -> Outcome:
         start = time.monotonic()
         try:
-            sif = pull_image(instance, self.settings.image_dir, self.settings.apptainer)
+            sif = pull_image(instance, self.settings.image_dir, self.settings.apptainer, self.settings.images)
         except ResourceError as exc:
             return Outcome("error", None, error=str(exc))
         pull_s = time.monotonic() - start
-        spec = spec_for({**instance, "image": image_of(instance)})
+        spec = spec_for({**instance, "image": self.settings.images.name(str(instance["instance_id"]))})
         (work_dir / "patch.diff").write_text(patch, encoding="utf-8")
         (work_dir / "eval.sh").write_text(spec.eval_script, encoding="utf-8")
         (work_dir / "run.sh").write_text(

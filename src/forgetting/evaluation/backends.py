@@ -1,21 +1,34 @@
-"""The evaluation backends and what each returns (an :class:`Outcome`).
+"""The evaluation backends: the interface (:class:`Backend`), what each returns (an
+:class:`Outcome`), and the backends by name (:data:`BACKENDS`).
 
 ``docker``    swebench's harness (``swebench.harness.run_evaluation``) as its users run it
 ``apptainer`` the instance's SWE-bench image as a SIF file, eval script under ``apptainer exec``
 ``local``     the demo tasks: a scratch repository on this machine, tests run with pytest
+
+Adding a backend: a class with the :class:`Backend` methods in a module of its own, one line
+in :data:`BACKENDS` and its name in the schema's ``evaluation.backend`` list.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from forgetting.config import Study
 from forgetting.errors import ConfigError
 from forgetting.evaluation.grading import Grade
-from forgetting.evaluation.settings import BACKENDS, EvalSettings
+from forgetting.evaluation.settings import EvalSettings
+
+#: ``evaluation.backend`` → ``module:Class``, imported on first use (docker and apptainer
+#: import swebench's harness)
+BACKENDS: dict[str, str] = {
+    "docker": "forgetting.evaluation.docker_harness:DockerBackend",
+    "apptainer": "forgetting.evaluation.apptainer:ApptainerBackend",
+    "local": "forgetting.evaluation.local:LocalBackend",
+}
 
 
 @dataclass
@@ -34,6 +47,10 @@ class Outcome:
 class Backend(Protocol):
     name: str
 
+    @classmethod
+    def for_study(cls, settings: EvalSettings, study: Study) -> Backend:
+        """The backend configured from the study (ConfigError if it cannot evaluate it)."""
+
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         """Raise a one-line UserError if these instances cannot be evaluated here at all
         (no container engine, rows without the fields the backend needs)."""
@@ -43,28 +60,24 @@ class Backend(Protocol):
         (scripts, patch, test log); ``label`` names the evaluation (the run id)."""
 
 
+class ConfiguredBySettings:
+    """The part of a backend configured by the evaluation settings alone (docker, apptainer)."""
+
+    def __init__(self, settings: EvalSettings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def for_study(cls, settings: EvalSettings, study: Study) -> Self:
+        return cls(settings)
+
+
 def make_backend(settings: EvalSettings, study: Study) -> Backend:
     """The backend ``evaluation.backend`` names, configured from the study."""
-    kind = study.raw["dataset"]["kind"]
-    if settings.backend == "local":
-        if kind != "demo":
-            raise ConfigError(
-                f"{study.source}: evaluation.backend: 'local' evaluates the demo tasks only "
-                f"(dataset.kind demo), not {kind!r}; use 'docker' or 'apptainer' for SWE-bench"
-            )
-        from forgetting.evaluation.instances import instances_path
-        from forgetting.evaluation.local import LocalBackend, demo_checkout
-
-        return LocalBackend(settings, checkout=demo_checkout(instances_path(study)))
-    if settings.backend == "apptainer":
-        from forgetting.evaluation.apptainer import ApptainerBackend
-
-        return ApptainerBackend(settings)
-    if settings.backend == "docker":
-        from forgetting.evaluation.docker_harness import DockerBackend
-
-        return DockerBackend(settings)
-    raise ConfigError(
-        f"{study.source}: evaluation.backend: {settings.backend!r} is not allowed; "
-        f"allowed values: {', '.join(BACKENDS)}"
-    )
+    if settings.backend not in BACKENDS:
+        raise ConfigError(
+            f"{study.source}: evaluation.backend: {settings.backend!r} is not allowed; "
+            f"allowed values: {', '.join(BACKENDS)}"
+        )
+    module, _, name = BACKENDS[settings.backend].partition(":")
+    backend: Backend = getattr(importlib.import_module(module), name).for_study(settings, study)
+    return backend

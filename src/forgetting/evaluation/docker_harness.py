@@ -30,10 +30,9 @@ from swebench.harness.constants import (
 
 from forgetting.atomic import write_text
 from forgetting.errors import UserError
-from forgetting.evaluation.backends import Outcome
+from forgetting.evaluation.backends import ConfiguredBySettings, Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import Grade, grade_log, require_harness_fields, spec_for
-from forgetting.evaluation.settings import EvalSettings
 
 HARNESS_MODULE = "swebench.harness.run_evaluation"
 PREDICTIONS_FILE = "predictions.jsonl"
@@ -172,11 +171,8 @@ def collect(
     )
 
 
-class DockerBackend:
+class DockerBackend(ConfiguredBySettings):
     name = "docker"
-
-    def __init__(self, settings: EvalSettings) -> None:
-        self.settings = settings
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         require_harness_fields(instances, backend="docker")
@@ -198,7 +194,9 @@ class DockerBackend:
         instance_id = str(instance["instance_id"])
         model = self.settings.docker.model_name
         run_id = harness_run_id(label)
-        write_text(work_dir / INSTANCE_FILE, json.dumps(dict(instance), sort_keys=True, default=str) + "\n")
+        # the image evaluation.instance_images names (the row's own is the published x86_64 one)
+        row = {**instance, "image": self.settings.images.name(instance_id)}
+        write_text(work_dir / INSTANCE_FILE, json.dumps(row, sort_keys=True, default=str) + "\n")
         write_predictions(work_dir / PREDICTIONS_FILE, instance_id, patch, model)
         finished = run_logged(
             self.command(instance_id, work_dir, run_id),

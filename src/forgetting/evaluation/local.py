@@ -22,10 +22,13 @@ from typing import Any
 
 from swebench.harness.utils import record_test_exit_code
 
-from forgetting.errors import UserError
+from forgetting.config import Study
+from forgetting.demo.tasks import checkout
+from forgetting.errors import ConfigError, UserError
 from forgetting.evaluation.backends import Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import spec_for, verdict_from_log
+from forgetting.evaluation.instances import instances_path
 from forgetting.evaluation.scripts import PatchedTestFiles, apply_and_eval_script, demo_eval_script_lines
 from forgetting.evaluation.settings import EvalSettings
 
@@ -35,8 +38,6 @@ Checkout = Callable[[Mapping[str, Any], Path], None]
 
 def checkout_demo_task(tasks_dir: Path, instance_id: str, dest: Path) -> None:
     """The base repository of a demo task (``forgetting.demo.tasks.checkout``)."""
-    from forgetting.demo.tasks import checkout
-
     checkout(tasks_dir, instance_id, dest)
 
 
@@ -67,6 +68,16 @@ class LocalBackend:
     def __init__(self, settings: EvalSettings, *, checkout: Checkout) -> None:
         self.settings = settings
         self.checkout = checkout
+
+    @classmethod
+    def for_study(cls, settings: EvalSettings, study: Study) -> LocalBackend:
+        kind = study.raw["dataset"]["kind"]
+        if kind != "demo":
+            raise ConfigError(
+                f"{study.source}: evaluation.backend: 'local' evaluates the demo tasks only "
+                f"(dataset.kind demo), not {kind!r}; use 'docker' or 'apptainer' for SWE-bench"
+            )
+        return cls(settings, checkout=demo_checkout(instances_path(study)))
 
     def check(self, instances: Mapping[str, Mapping[str, Any]]) -> None:
         for tool in ("git", "bash"):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgetting.config import Study
+from forgetting.evaluation.batch import evaluate_batch
 from forgetting.evaluation.report import is_eval_error, read_report
 from forgetting.evaluation.settings import EvalSettings
 from forgetting.layout import EVAL_JSON, Layout
@@ -56,8 +57,6 @@ def redo_errored(
     study: Study, *, settings: EvalSettings | None = None, say: Callable[[str], None] = lambda _: None
 ) -> RedoReport:
     """Evaluate again every run whose evaluation errored; see the module docstring."""
-    from forgetting.evaluation.batch import evaluate_batch
-
     layout = Layout(study.results_dir)
     batches = {b.key: b for b in plan_batches(study)}
     todo = errored_runs(study, list(batches.values()))

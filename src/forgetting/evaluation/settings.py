@@ -12,9 +12,13 @@ from typing import Any
 
 from forgetting import config_schema
 from forgetting.config import PROJECT_ROOT, Study
+from forgetting.instance_images import InstanceImages
 
-#: the backends ``evaluation.backend`` may name (the schema's list)
-BACKENDS: tuple[str, ...] = tuple(config_schema.schema_at("evaluation.backend")["enum"])
+
+def sif_path(image_dir: Path, instance_id: str) -> Path:
+    """Where an instance's SIF image lives in ``evaluation.image_dir`` (the evaluation pulls
+    it there; the runner's workspaces run the agents in it)."""
+    return Path(image_dir) / f"{instance_id}.sif"
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,8 @@ class EvalSettings:
     timeout_s: int
     workers: int
     image_dir: Path
+    #: the instance images' names and architecture (``evaluation.instance_images``)
+    images: InstanceImages
     apptainer: ApptainerSettings
     docker: DockerSettings
     local: LocalSettings
@@ -83,6 +89,7 @@ class EvalSettings:
             timeout_s=int(s["timeout_s"]),
             workers=int(s["workers"]),
             image_dir=image_dir if image_dir.is_absolute() else root / image_dir,
+            images=InstanceImages.from_section(s["instance_images"]),
             apptainer=ApptainerSettings.from_section(s["apptainer"]),
             docker=DockerSettings.from_section(s["docker"]),
             local=LocalSettings.from_section(s["local"]),

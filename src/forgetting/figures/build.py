@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,11 @@ from forgetting.figures.layout import (
     sections_of,
 )
 from forgetting.figures.marks import MissingMarks, Point, draw_point, point_of
-from forgetting.layout import Layout
+from forgetting.layout import Files, Layout, output_files, select_outputs
 from forgetting.naming import SCOPE_LABELS
 from forgetting.stagelog import StageLog
 from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_ORDER, agent_label
+from forgetting.tables import load_stats_tables
 from forgetting.tables.build import StatsTables
 from forgetting.tables.format import is_missing
 
@@ -132,6 +133,19 @@ def _scope_legend() -> list[Any]:
     return [Line2D([], [], color=c, marker="o", ls="", label=SCOPE_LABELS[s]) for s, c in SCOPE_COLOURS.items()]
 
 
+def _panels(
+    st: StatsTables, sections: Sequence[Section], axes: Any, *, ref: float
+) -> Iterator[tuple[Any, str, Section]]:
+    """The panels of a forest figure (a section by an agent), each with its reference line at
+    ``ref`` drawn before the caller draws its points, and its scope bands after."""
+    for si, section in enumerate(sections):
+        for ai, agent in enumerate(st.agents):
+            ax = axes[si][ai]
+            ax.axvline(ref, **REFERENCE)
+            yield ax, agent, section
+            scope_bands(ax, section)
+
+
 def cost_ratio(st: StatsTables) -> Any:
     from matplotlib.lines import Line2D
 
@@ -142,15 +156,11 @@ def cost_ratio(st: StatsTables) -> Any:
         ("cost_cache", "caching-aware pricing", OKABE_ITO["vermillion"], "s", 0.2),
     ]
     fig, axes = forest(st, sections, xlabel="cost / baseline cost")
-    for si, section in enumerate(sections):
-        for ai, agent in enumerate(st.agents):
-            ax = axes[si][ai]
-            ax.axvline(1.0, **REFERENCE)
-            for k, r in zip(section.positions, section.rows, strict=True):
-                for metric, _, colour, marker, dy in series:
-                    p = point_of(st.effects.get((agent, r["configuration"], metric)))
-                    draw_point(ax, k + dy, p, marks, ref=1.0, colour=colour, marker=marker, size=3.5)
-            scope_bands(ax, section)
+    for ax, agent, section in _panels(st, sections, axes, ref=1.0):
+        for k, r in zip(section.positions, section.rows, strict=True):
+            for metric, _, colour, marker, dy in series:
+                p = point_of(st.effects.get((agent, r["configuration"], metric)))
+                draw_point(ax, k + dy, p, marks, ref=1.0, colour=colour, marker=marker, size=3.5)
     handles: list[Any] = [Line2D([], [], color=c, marker=m, ls="", label=lab) for _, lab, c, m, _ in series]
     finish_figure(
         fig,
@@ -174,15 +184,11 @@ def tasks_solved(st: StatsTables) -> Any:
         return f"{agent_label(agent)} {'n/a' if is_missing(n) else f'{n:.1f}'}"
 
     fig, axes = forest(st, sections, xlabel="Δ tasks solved vs baseline")
-    for si, section in enumerate(sections):
-        for ai, agent in enumerate(st.agents):
-            ax = axes[si][ai]
-            ax.axvline(0.0, **REFERENCE)
-            for k, r in zip(section.positions, section.rows, strict=True):
-                e = st.effects.get((agent, r["configuration"], "tasks_solved"))
-                significant = bool(e and e.get("significant"))
-                draw_point(ax, k, point_of(e), marks, ref=0.0, colour=_scope_colour(r), marker="o", filled=significant)
-            scope_bands(ax, section)
+    for ax, agent, section in _panels(st, sections, axes, ref=0.0):
+        for k, r in zip(section.positions, section.rows, strict=True):
+            e = st.effects.get((agent, r["configuration"], "tasks_solved"))
+            significant = bool(e and e.get("significant"))
+            draw_point(ax, k, point_of(e), marks, ref=0.0, colour=_scope_colour(r), marker="o", filled=significant)
     handles = _scope_legend()
     if _has_other_colour(sections):
         handles.append(Line2D([], [], color=OTHER_COLOUR, marker="o", ls="", label="other policy"))
@@ -353,31 +359,16 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> None:
 
 
 def figure_paths(figures_dir: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
-    d = Path(figures_dir)
-    return {name: {fmt: d / f"{name}.{fmt}" for fmt in FIGURE_FORMATS} for name in FIGURES}
+    return output_files(figures_dir, FIGURES, FIGURE_FORMATS)
 
 
 def write_figures(
-    study: Study,
-    inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None,
-    outputs: Sequence[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None = None,
-    log: str | os.PathLike[str] | None = None,
+    study: Study, inputs: Files | None = None, outputs: Files | None = None, log: str | os.PathLike[str] | None = None
 ) -> list[Path]:
     """Every figure of :data:`FIGURES` as PDF and PNG (or the ``outputs`` named ``{figure}.{fmt}``)."""
     import matplotlib
 
-    from forgetting.tables import load_stats_tables
-
-    if outputs is None:
-        wanted = [p for f in figure_paths(Layout(study.results_dir).figures).values() for p in f.values()]
-    else:
-        wanted = [Path(p) for p in (outputs.values() if isinstance(outputs, Mapping) else outputs)]
-    by_figure: dict[str, list[Path]] = {}
-    for p in wanted:
-        name = p.name.rsplit(".", 1)[0]
-        if name not in BUILDERS:
-            raise ValueError(f"{p}: not a figure of this pipeline ({', '.join(FIGURES)})")
-        by_figure.setdefault(name, []).append(p)
+    wanted, by_figure = select_outputs(figure_paths(Layout(study.results_dir).figures), outputs, "figure")
     st = load_stats_tables(study, inputs)
     with StageLog(log) as out, matplotlib.rc_context(STYLE):
         for name, paths in by_figure.items():

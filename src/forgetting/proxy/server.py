@@ -381,7 +381,7 @@ def start_proxy(
     """Start a proxy for one run in a background thread; its call log is ``log_dir/calls.jsonl``.
 
     ``actions``: how the run's agent writes actions into its reply text (the agent's own
-    pattern, :func:`forgetting.runner.execute.action_syntax`; None for tool calls) — the
+    pattern, :func:`forgetting.agents.action_syntax`; None for tool calls) — the
     deletion engine never touches them; the call log's header records it.
     ``port=0`` picks a free port (see ``.url``). Appending to an existing log of the same run
     resumes it (a torn last line is cut off first)."""
@@ -391,14 +391,7 @@ def start_proxy(
             f"--run-id {run_id!r}: expected 1–512 printable ASCII characters without spaces "
             "(it travels in the X-Forgetting-Run header)"
         )
-    up = Upstream(
-        upstream,
-        retries=settings.retries,
-        backoff_s=settings.backoff_s,
-        backoff_max_s=settings.backoff_max_s,
-        timeout_s=settings.timeout_s,
-        connect_timeout_s=settings.connect_timeout_s,
-    )
+    up = Upstream(upstream, **settings.upstream_options())
     log_path = Path(log_dir) / FILENAME
     header = {
         "run_id": run_id,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from forgetting import config_schema
@@ -40,13 +40,9 @@ class ProxySettings:
         parts of them (checked against the schema, its defaults filled; None: the defaults)."""
         p = config_schema.section("execution.proxy", proxy_section)
         return cls(
-            deletion=DeletionSettings.from_config(deletion_section),
-            retries=int(p["retries"]),
-            backoff_s=float(p["backoff_s"]),
-            backoff_max_s=float(p["backoff_max_s"]),
-            timeout_s=float(p["timeout_s"]),
-            connect_timeout_s=float(p["connect_timeout_s"]),
-            fsync=bool(p["fsync"]),
+            deletion=DeletionSettings.from_config(deletion_section), retries=int(p["retries"]),
+            backoff_s=float(p["backoff_s"]), backoff_max_s=float(p["backoff_max_s"]), timeout_s=float(p["timeout_s"]),
+            connect_timeout_s=float(p["connect_timeout_s"]), fsync=bool(p["fsync"]),
             idle_timeout_s=float(p["idle_timeout_s"]),
         )
 
@@ -56,13 +52,10 @@ class ProxySettings:
         return cls.from_config(study.section("execution")["proxy"], study.section("deletion"))
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "deletion": self.deletion.as_dict(),
-            "retries": self.retries,
-            "backoff_s": self.backoff_s,
-            "backoff_max_s": self.backoff_max_s,
-            "timeout_s": self.timeout_s,
-            "connect_timeout_s": self.connect_timeout_s,
-            "fsync": self.fsync,
-            "idle_timeout_s": self.idle_timeout_s,
-        }
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**values, "deletion": self.deletion.as_dict()}
+
+    def upstream_options(self) -> dict[str, Any]:
+        """How the proxy talks to the model server: :class:`~forgetting.proxy.upstream.Upstream`'s options."""
+        keys = ("retries", "backoff_s", "backoff_max_s", "timeout_s", "connect_timeout_s")
+        return {k: getattr(self, k) for k in keys}

@@ -71,11 +71,9 @@ class Upstream:
     ) -> None:
         self.scheme, self.host, self.port, self.path = base_url(url)
         self.url = f"{self.scheme}://{self.host}:{self.port}{self.path}"
-        self.retries = retries
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
+        # the retry policy: attempts after the first, and the waits between them
+        self.retries, self.backoff_s, self.backoff_max_s = retries, backoff_s, backoff_max_s
+        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s  # per attempt, per connection
         self._sleep = sleep
         self._local = threading.local()
         self._all: list[http.client.HTTPConnection] = []

@@ -2,6 +2,9 @@
 
 * :mod:`~forgetting.records.run_record` — :class:`RunRecord`, a finished run's ``run.json``:
   built by the runner and the synthetic-study generator, written and read here only;
+* :mod:`~forgetting.records.deletion_record` — :class:`PartDeletion`, one rewritten part of
+  one message: made by the deletion engine, written into the call log by the proxy, parsed
+  back by every reader (cost, behaviour);
 * :mod:`~forgetting.records.mini` — mini-swe-agent trajectories (2.x tool calling and text
   mode, 1.x), :mod:`~forgetting.records.trae` — Trae agent trajectories: one parse each,
   used by the behaviour analysis and the cost reconstruction alike;
@@ -12,6 +15,7 @@
   wrongly typed field is one error line naming the file and the field.
 """
 
+from forgetting.records.deletion_record import PartDeletion
 from forgetting.records.locate import (
     CallLogFile,
     Located,
@@ -41,6 +45,7 @@ __all__ = [
     "Located",
     "MiniMessage",
     "MiniTrajectory",
+    "PartDeletion",
     "RunDir",
     "RunRecord",
     "TraeTrajectory",

@@ -82,8 +82,12 @@ def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
 
 
 def _first_line(path: Path) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.readline(1 << 20).strip()
+    """A file's first line (what it is tells); an error line when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.readline(1 << 20).strip()
+    except OSError as exc:
+        raise RunOutputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
 
 
 def locate(path: str | os.PathLike[str] | Located) -> Located:
@@ -102,10 +106,7 @@ def locate(path: str | os.PathLike[str] | Located) -> Located:
         )
     if not p.is_file():
         raise RunOutputError(f"{p}: no such file or directory")
-    try:
-        head = _first_line(p)
-    except OSError as exc:
-        raise RunOutputError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    head = _first_line(p)
     if head.startswith(b"{") and b'"type":"header"' in head.replace(b" ", b""):
         return CallLogFile(p)
     if head.startswith((b"{", b"[")):

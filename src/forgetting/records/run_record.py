@@ -17,7 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from forgetting.atomic import write_text
 from forgetting.errors import RunOutputError
@@ -25,15 +25,21 @@ from forgetting.grid import Deletion
 from forgetting.layout import RUN_JSON
 from forgetting.records.fields import Fields
 
-if TYPE_CHECKING:
-    from forgetting.plan import Run
-
 #: how a finished run can end (SPEC §3)
 RUN_STATUSES: tuple[str, ...] = ("submitted", "capped", "context_exceeded", "error")
 #: ``model_backend`` of a run made by the synthetic-study generator: the one synthetic marker
 SYNTHETIC_BACKEND = "synthetic"
 
 _HINT = "rerun this run"
+
+
+class PlannedRun(Protocol):
+    """A run of the plan (:class:`forgetting.plan.Run`): its identity columns and its deletion."""
+
+    @property
+    def deletion(self) -> Deletion: ...
+
+    def identity(self) -> dict[str, Any]: ...
 
 
 def is_finished(run_dir: Path) -> bool:
@@ -72,10 +78,11 @@ class RunRecord:
         return self.model_backend == SYNTHETIC_BACKEND
 
     @classmethod
-    def for_run(cls, run: Run, **outcome: Any) -> RunRecord:
+    def for_run(cls, run: PlannedRun, **outcome: Any) -> RunRecord:
         """The record of a planned run: its identity from the plan, every other field (status
         … versions) given by name."""
-        identity = {k: getattr(run, k) for k in ("run_id", "agent", "configuration", "task", "repeat", "seed")}
+        columns = run.identity()
+        identity = {k: columns[k] for k in ("run_id", "agent", "configuration", "task", "repeat", "seed")}
         return cls(**identity, deletion=run.deletion, **outcome)
 
     def to_dict(self) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter, deque
@@ -33,15 +34,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forgetting import tokenizer
+from forgetting.agents import action_syntax, prepare_environment
 from forgetting.atomic import write_json
 from forgetting.config import Study
 from forgetting.errors import UserError
-from forgetting.layout import CALLS, RUN_JSON, Layout
+from forgetting.layout import CALLS, PATCH, RUN_JSON, Layout
+from forgetting.model_server import serving
 from forgetting.plan import Batch, Run
+from forgetting.proxy import ProxySettings
 from forgetting.records import RunRecord, is_finished, read_run_record
+from forgetting.runner.execute import child_main
+from forgetting.runner.mini import preload as preload_mini
 from forgetting.runner.outcome import AgentOutcome
 from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, temp_dir_for
 from forgetting.runner.settings import RunnerSettings
+from forgetting.runner.trae import check_ready
+from forgetting.runner.versions import agent_version, model_version, pipeline_version
 from forgetting.stagelog import StageLog
 
 #: how often the batch looks at its runs and its model server
@@ -78,9 +87,12 @@ class BatchReport:
 
 
 def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
-    """The model section the batch's server is started from (the scripted stand-in learns
-    where the demo tasks are)."""
+    """The model section the batch's server is started from: vLLM schedules at most the
+    batch's ``execution.concurrency`` sequences unless ``model.vllm.max_num_seqs`` says otherwise;
+    the scripted stand-in learns where the demo tasks are."""
     model = dict(study.section("model"))
+    if model["backend"] == "vllm" and model["vllm"].get("max_num_seqs") is None:
+        model["vllm"] = {**model["vllm"], "max_num_seqs": settings.concurrency}
     if model["backend"] == "scripted":
         scripted = dict(model["scripted"])
         scripted.setdefault("tasks", str(settings.instances))
@@ -126,8 +138,6 @@ class BatchRunner:
     """Runs the pending runs of one batch; see the module docstring."""
 
     def __init__(self, study: Study, batch: Batch, settings: RunnerSettings, say: StageLog) -> None:
-        from forgetting.proxy import ProxySettings
-
         self.study = study
         self.batch = batch
         self.settings = settings
@@ -162,8 +172,6 @@ class BatchRunner:
     # ------------------------------------------------------------------ processes
 
     def _fork(self, run: Run, model_url: str, scratch: Path) -> None:
-        from forgetting.runner.execute import child_main
-
         run_dir = self.layout.run_dir(run.run_id)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         started = time.time()
@@ -245,8 +253,6 @@ class BatchRunner:
         )
 
     def _run_record(self, run: Run, outcome: AgentOutcome, slot: Running, wall: float, temp: Path) -> RunRecord:
-        from forgetting.layout import PATCH
-
         patch = temp / PATCH
         return RunRecord.for_run(
             run,
@@ -272,8 +278,6 @@ class BatchRunner:
     # ------------------------------------------------------------------ the loop
 
     def execute(self, todo: list[Run], model_url: str, server: Any, scratch: Path) -> None:
-        from forgetting.runner.versions import agent_version, model_version, pipeline_version
-
         self.versions = {
             "agents": {a: agent_version(a, self.settings) for a in sorted({r.agent for r in todo})},
             "model": model_version(self.settings.model),
@@ -354,8 +358,6 @@ def _raise_terminated(signum: int, frame: Any) -> None:
 
 @contextlib.contextmanager
 def _terminate_as_exception() -> Iterator[None]:
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -377,20 +379,16 @@ def _scratch(settings: RunnerSettings, batch: Batch) -> Iterator[Path]:
 
 
 def preload(agents: set[str], scratch: Path, settings: RunnerSettings) -> None:
-    """Import what every run needs once, before forking: the proxy, the tokenizer's
-    vocabulary and, for mini-swe-agent, the agent with litellm; and read each mini agent's
-    action pattern from its config, so that a bad one stops the batch before any run."""
-    from forgetting import tokenizer
-    from forgetting.proxy import start_proxy  # noqa: F401
-
+    """Load what every run needs once, before forking (the proxy is imported with this
+    module): the tokenizer's vocabulary and, for mini-swe-agent, the agent with litellm; and
+    read each mini agent's action pattern from its config, so that a bad one stops the batch
+    before any run."""
     tokenizer.count("warm up")
     if agents & {"mini", "mini-text"}:
-        from forgetting.runner import mini
-
-        mini.prepare_environment(scratch / "mswea-config")
-        mini.preload()
+        prepare_environment(scratch / "mswea-config")
+        preload_mini()
         for agent in sorted(agents & {"mini", "mini-text"}):
-            mini.action_syntax(agent, settings.mini_config_files.get(agent))
+            action_syntax(agent, settings.mini_config_files.get(agent))
 
 
 def server_log_path(study: Study, batch: Batch, manifest: str | os.PathLike[str] | None) -> Path:
@@ -415,8 +413,6 @@ def run_batch(
     evaluation fills it in its own manifest). Raises :class:`RunsNotFinished` when a run met
     an infrastructure failure; the finished runs are kept and are not redone next time.
     """
-    from forgetting.model_server import serving
-
     settings = settings or RunnerSettings.from_study(study)
     with StageLog(log, echo=echo) as say, _terminate_as_exception():
         runner = BatchRunner(study, batch, settings, say)
@@ -425,8 +421,6 @@ def run_batch(
             say.line(f"{batch.key}: {runner.report.skipped} of {len(batch.runs)} runs finished before; kept")
         if todo:
             if any(r.agent == "trae" for r in todo):
-                from forgetting.runner.trae import check_ready
-
                 check_ready(settings)
             with _scratch(settings, batch) as scratch:
                 preload({r.agent for r in todo}, scratch, settings)

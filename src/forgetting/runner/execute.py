@@ -17,40 +17,26 @@ import time
 import traceback
 from pathlib import Path
 
+from forgetting.agents import action_syntax
 from forgetting.atomic import write_json
 from forgetting.errors import UserError
-from forgetting.messages import ActionSyntax
 from forgetting.model_server import die_with_parent
 from forgetting.plan import Run
+from forgetting.proxy import start_proxy
 from forgetting.runner.context import RunContext
+from forgetting.runner.mini import run_mini
 from forgetting.runner.outcome import AgentOutcome, InfraFailure
 from forgetting.runner.rundir import OUTCOME_FILE
 from forgetting.runner.settings import RunnerSettings
+from forgetting.runner.trae import run_trae
 from forgetting.runner.workspace import make_workspace, problem_statement
 
 AGENT_LOG = "agent.log"
 
 
-def action_syntax(agent: str, config_file: Path | None = None) -> ActionSyntax | None:
-    """What counts as an action in ``agent``'s reply text (the deletion engine never deletes
-    it): None for the agents that act by tool calls (``mini``, ``trae``), mini-swe-agent's
-    own ``action_regex`` for ``mini-text`` (:func:`forgetting.runner.mini.action_syntax`), from
-    the config file it runs with (``config_file``: ``RunnerSettings.mini_config_files``; None:
-    mini-swe-agent's own)."""
-    if agent == "trae":
-        return None
-    from forgetting.runner.mini import action_syntax as mini_action_syntax
-
-    return mini_action_syntax(agent, config_file)
-
-
 def run_agent(ctx: RunContext) -> AgentOutcome:
     if ctx.run.agent == "trae":
-        from forgetting.runner.trae import run_trae
-
         return run_trae(ctx)
-    from forgetting.runner.mini import run_mini
-
     return run_mini(ctx)
 
 
@@ -61,8 +47,6 @@ def execute_run(
 
     Raises :class:`InfraFailure` when the workspace or the proxy cannot be made.
     """
-    from forgetting.proxy import start_proxy
-
     t0 = time.monotonic()
     task_text = problem_statement(settings, run.task)
     workspace = make_workspace(settings, run.task, run.run_id)

@@ -3,7 +3,8 @@
 ``mini`` uses ``swebench.yaml`` (tool calling, one ``bash`` tool; the study's agent) and
 ``mini-text`` ``swebench_backticks.yaml`` (a fenced ``mswea_bash_command`` block per reply,
 observations as ``user`` messages; what counts as that block is the model config's
-``action_regex``, which :func:`action_syntax` hands to the deletion proxy). The agent is mini's ``DefaultAgent`` with
+``action_regex``, which :func:`forgetting.agents.action_syntax` hands to the deletion proxy). The agent is
+mini's ``DefaultAgent`` with
 ``LitellmModel`` / ``LitellmTextbasedModel`` pointed at the run's proxy; only what the study
 fixes is changed: the step limit (``agent.turn_cap``), no cost limit, the wall-time limit
 (``execution.run_timeout_s``), the command timeout, the model, temperature and output cap.
@@ -18,40 +19,19 @@ instance image through mini's Singularity/Apptainer environment (``cwd /testbed`
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from forgetting.agents import MINI_CONFIGS
+from forgetting.agents import load_config, own_model_section
 from forgetting.atomic import write_text
-from forgetting.errors import ConfigError
 from forgetting.layout import PATCH, TRAJECTORY
-from forgetting.messages import ActionSyntax
 from forgetting.runner.context import RunContext
 from forgetting.runner.outcome import SUBMITTED, AgentOutcome, InfraFailure, classify_mini
 from forgetting.runner.settings import RunnerSettings
-
-#: environment of the process, set before litellm or minisweagent is imported
-OFFLINE_ENV = {
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # else litellm fetches its cost map at import
-    "MSWEA_SILENT_STARTUP": "1",
-    "MSWEA_CONFIGURED": "true",
-    "MSWEA_COST_TRACKING": "ignore_errors",
-    # the proxy already retries a failing model server; mini's own retries wait 4-60 s each
-    "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": "3",
-}
-
-
-def prepare_environment(config_dir: Path) -> None:
-    """Offline, quiet, and no user config: call before importing minisweagent."""
-    for key, value in OFFLINE_ENV.items():
-        os.environ.setdefault(key, value)
-    if not os.environ.get("MSWEA_GLOBAL_CONFIG_DIR"):
-        config_dir.mkdir(parents=True, exist_ok=True)
-        os.environ["MSWEA_GLOBAL_CONFIG_DIR"] = str(config_dir)
-
 
 #: what litellm imports lazily on its first completion (≈0.2 s in every run process otherwise);
 #: best effort: a module another litellm version lacks is skipped
@@ -70,8 +50,6 @@ _LITELLM_LAZY = (
 def preload() -> None:
     """Import mini-swe-agent and litellm once (≈3.5 s), before the runs are forked; and what
     litellm would load on its first call. Starts no thread (the runs are forked after it)."""
-    import importlib
-
     import litellm
     import minisweagent.agents.default
     import minisweagent.environments.local
@@ -89,42 +67,14 @@ def preload() -> None:
             continue
 
 
-def config_path(agent: str, config_file: Path | None = None) -> Path:
-    """The mini-swe-agent config ``agent`` runs with: ``config_file`` (``agent.<agent>.config_file``),
-    or without one mini-swe-agent's own (:data:`~forgetting.agents.MINI_CONFIGS`)."""
-    if config_file is not None:
-        return config_file
-    from minisweagent.config import builtin_config_dir
-
-    return Path(builtin_config_dir) / "benchmarks" / MINI_CONFIGS[agent]
-
-
-def load_config(agent: str, config_file: Path | None = None) -> dict[str, Any]:
-    """The mini-swe-agent config file ``agent`` runs with, parsed (a bad file is one line)."""
-    from forgetting.inputs import read_yaml
-
-    path = config_path(agent, config_file)
-    data = read_yaml(path, what=f"agent.{agent}.config_file", error=ConfigError)
-    if not isinstance(data, dict):
-        raise ConfigError(f"agent.{agent}.config_file: {path}: a mini-swe-agent config must be a mapping")
-    if not isinstance(data.get("model") or {}, dict):
-        raise ConfigError(f"agent.{agent}.config_file: {path}: model must be a mapping")
-    return data
-
-
 def model_name(settings: RunnerSettings) -> str:
     """litellm's name for the served model behind an OpenAI-compatible server."""
     return f"hosted_vllm/{settings.served_name}"
 
 
-def _own_model_section(config: dict[str, Any]) -> dict[str, Any]:
-    """The config file's model section without the model it names (the runner sets ours)."""
-    return {k: v for k, v in (config.get("model") or {}).items() if k not in ("model_name", "model_class")}
-
-
 def model_config(config: dict[str, Any], settings: RunnerSettings, api_base: str) -> dict[str, Any]:
     """mini's model section with the study's model, reached through the proxy."""
-    section = _own_model_section(config)
+    section = own_model_section(config)
     section["model_name"] = model_name(settings)
     section["model_kwargs"] = {
         **(section.get("model_kwargs") or {}),
@@ -135,38 +85,6 @@ def model_config(config: dict[str, Any], settings: RunnerSettings, api_base: str
     }
     section["cost_tracking"] = "ignore_errors"
     return section
-
-
-def action_syntax(agent: str, config_file: Path | None = None) -> ActionSyntax | None:
-    """What counts as an action in ``agent``'s reply text, from the agent's own configuration:
-    ``mini`` acts by tool calls only (None); ``mini-text`` by the ``action_regex`` of the model
-    the runner builds — ``LitellmTextbasedModelConfig`` from the model section of the config
-    file it runs with (``config_file``, else mini-swe-agent's own): that file's
-    ``model.action_regex``, else the class's default."""
-    if agent not in MINI_CONFIGS:
-        raise ValueError(f"not a mini-swe-agent agent: {agent!r}")
-    if agent == "mini":
-        return None
-    if "minisweagent" not in sys.modules:  # a process that is no run (the proxy command, synth)
-        prepare_environment(Path(tempfile.gettempdir()) / "forgetting-mswea-config")
-    import minisweagent
-    from minisweagent.models.litellm_textbased_model import LitellmTextbasedModelConfig
-    from pydantic import ValidationError
-
-    config = load_config(agent, config_file)
-    where = str(config_file) if config_file is not None else f"mini-swe-agent's {MINI_CONFIGS[agent]}"
-    try:
-        regex = LitellmTextbasedModelConfig(**_own_model_section(config), model_name="hosted_vllm/any").action_regex
-    except ValidationError as exc:
-        raise ConfigError(f"agent.{agent}.config_file: {where}: its model section is not valid: {exc}") from None
-    if "action_regex" in (config.get("model") or {}):
-        source = f"{where}: model.action_regex"
-    else:
-        source = f"mini-swe-agent {minisweagent.__version__} LitellmTextbasedModelConfig.action_regex (default)"
-    try:
-        return ActionSyntax(regex, source)
-    except ValueError as exc:
-        raise ConfigError(f"agent.{agent}.config_file: {exc}") from None
 
 
 #: where the pytest plugin of ``agent.fixed_test_durations`` lives (alone: no pipeline code)

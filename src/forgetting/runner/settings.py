@@ -21,6 +21,8 @@ from forgetting import config_schema
 from forgetting.agents import MINI_AGENTS
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError
+from forgetting.evaluation.settings import EvalSettings
+from forgetting.model_server import served_name_of
 
 
 def _expand(value: str) -> str:
@@ -105,8 +107,6 @@ class RunnerSettings:
 
     @property
     def served_name(self) -> str:
-        from forgetting.model_server import served_name_of
-
         return served_name_of(self.model)
 
     @property
@@ -128,8 +128,6 @@ class RunnerSettings:
         """From a study config's mapping — a loaded study's, or a part of one that names at
         least ``model`` and ``dataset`` (its sections checked, every default the schema's);
         relative paths against ``root`` (a study's root, by default this checkout)."""
-        from forgetting.evaluation.settings import EvalSettings
-
         cfg = config_schema.filled(cfg)
         agent = config_schema.section("agent", cfg["agent"])
         execution = config_schema.section("execution", cfg["execution"])

@@ -23,6 +23,7 @@ file, so they are removed from the agent's environment.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -228,8 +229,6 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
 
 def _read_trajectory(path: Path) -> TraeTrajectory | None:
     """Trae's trajectory, parsed as every later stage parses it (None when there is none)."""
-    import json
-
     for _ in range(2):  # Trae rewrites the file after every step; the final write is complete
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

@@ -17,7 +17,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from forgetting.demo.tasks import checkout, load_instance
 from forgetting.errors import UserError
+from forgetting.evaluation.dataset_file import read_jsonl_instances
+from forgetting.evaluation.settings import sif_path
 from forgetting.runner.outcome import InfraFailure
 from forgetting.runner.settings import RunnerSettings
 from forgetting.seeds import text_hex
@@ -50,11 +53,7 @@ class Workspace:
 def problem_statement(settings: RunnerSettings, task: str) -> str:
     """The task's issue text, as the agent receives it."""
     if settings.dataset_kind == "demo":
-        from forgetting.demo.tasks import load_instance
-
         return str(load_instance(settings.instances, task)["problem_statement"])
-    from forgetting.evaluation.instances import read_jsonl_instances
-
     rows = read_jsonl_instances(settings.instances, {task})
     if task not in rows:
         raise InfraFailure(f"{settings.instances}: no instance {task!r}")
@@ -87,8 +86,6 @@ def make_workspace(settings: RunnerSettings, task: str, run_id: str) -> Workspac
     Any failure is an :class:`InfraFailure`: the run is redone, not recorded.
     """
     if settings.dataset_kind == "demo":
-        from forgetting.demo.tasks import checkout
-
         dest = workspace_dir(settings, run_id)
         shutil.rmtree(dest.parent, ignore_errors=True)  # left behind by a killed attempt
         try:
@@ -97,8 +94,6 @@ def make_workspace(settings: RunnerSettings, task: str, run_id: str) -> Workspac
             return Workspace(task, path=path)
         except (UserError, OSError) as exc:
             raise InfraFailure(f"workspace: could not check out {task}: {exc}") from None
-    from forgetting.evaluation.apptainer import sif_path
-
     image = sif_path(settings.image_dir, task)
     if not image.is_file():
         raise InfraFailure(

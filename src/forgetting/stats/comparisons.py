@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from forgetting.grid import BASELINE
 from forgetting.naming import is_paper_like
@@ -339,8 +340,6 @@ def cost_components(
     """Per group and cost component, the per-task mean over the task's present repeats
     (``(n_tasks,)``, 0 where the group has no run of the task); a summary row sums it over
     its tasks."""
-    import pyarrow.compute as pc
-
     costs = run_costs.filter(pc.equal(run_costs.column("profile"), profile))
     index = {rid: i for i, rid in enumerate(costs.column("run_id").to_pylist())}
     comp_cols = {
@@ -378,8 +377,6 @@ def cost_components(
 
 def missing_cost_runs(runs: pa.Table, run_costs: pa.Table, profile: str) -> list[str]:
     """Present runs without a ``run_costs`` row for ``profile``."""
-    import pyarrow.compute as pc
-
     have = set(run_costs.filter(pc.equal(run_costs.column("profile"), profile)).column("run_id").to_pylist())
     return [
         rid

@@ -16,8 +16,10 @@ import pyarrow as pa
 
 from forgetting.config import Study
 from forgetting.errors import RunOutputError
+from forgetting.evaluation.redo import config_files_of, redo_command
 from forgetting.faults import checkpoint
-from forgetting.layout import Layout
+from forgetting.layout import Files, Layout
+from forgetting.plan import plan_runs
 from forgetting.schemas import DATASETS, read_dataset, write_dataset
 from forgetting.stagelog import StageLog
 from forgetting.stats.checks import (
@@ -107,7 +109,7 @@ def _paths(
 
 def write_stats(
     study: Study,
-    inputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
+    inputs: Files | None = None,
     outputs: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None = None,
     log: str | os.PathLike[str] | None = None,
     *,
@@ -120,9 +122,6 @@ def write_stats(
     ``forgetting`` command's arguments, or Snakemake's config files); an evaluation error
     under ``evaluation.on_error: fail`` names the redo command with them.
     """
-    from forgetting.evaluation.redo import config_files_of, redo_command
-    from forgetting.plan import plan_runs
-
     layout = Layout(study.results_dir)
     in_paths = _paths(inputs, layout.datasets, STATS_INPUTS)
     out_paths = _paths(outputs, layout.stats, tuple(STATS))

@@ -18,22 +18,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from forgetting.schemas import keyed
+from forgetting.schemas import CONFIGURATION_COLUMNS, keyed
 
 #: the schema metadata field of every statistics file recording the settings it was computed with
 #: (JSON of :meth:`forgetting.stats.settings.StatsSettings.computed_with`)
 SETTINGS_FIELD = "forgetting.statistics"
 
-_IDENTITY = [
-    ("agent", pa.string()),
-    ("configuration", pa.string()),
-    ("policy", pa.string()),
-    ("scope", pa.string()),
-    ("granularity", pa.string()),
-    ("amount", pa.float64()),
-    ("timing", pa.string()),
-    ("keep_last", pa.int32()),
-]
+_IDENTITY = [("agent", pa.string()), ("configuration", pa.string()), *CONFIGURATION_COLUMNS]
 
 EFFECTS_SCHEMA = keyed(pa.schema(
     [

@@ -55,15 +55,10 @@ class StatsSettings:
         evaluation = config_schema.section("evaluation", {} if on_error is None else {"on_error": on_error},
                                            source=source)
         return cls(
-            resamples=int(s["resamples"]),
-            seed=int(s["seed"]),
-            confidence=float(s["confidence"]),
-            baseline_median=str(s["baseline_median"]),
-            refetch_rate=str(s["refetch_rate"]),
-            cost_statistic=str(s["cost_statistic"]),
-            holm_family=str(s["holm_family"]),
-            missing_runs=str(s["missing_runs"]),
-            on_error=str(evaluation["on_error"]),
+            resamples=int(s["resamples"]), seed=int(s["seed"]), confidence=float(s["confidence"]),
+            baseline_median=str(s["baseline_median"]), refetch_rate=str(s["refetch_rate"]),
+            cost_statistic=str(s["cost_statistic"]), holm_family=str(s["holm_family"]),
+            missing_runs=str(s["missing_runs"]), on_error=str(evaluation["on_error"]),
         )
 
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from forgetting.config import Study
-from forgetting.errors import RunOutputError
+from forgetting.errors import RunOutputError, UserError
 from forgetting.faults import checkpoint
-from forgetting.layout import Layout
+from forgetting.layout import Files, Layout, output_files, select_outputs
 from forgetting.schemas import read_dataset, read_metadata
 from forgetting.stagelog import StageLog
 from forgetting.stats.labels import provenance_note
@@ -35,12 +35,11 @@ __all__ = ["FORMATS", "TABLES", "load_stats_tables", "render_table", "table_path
 
 def table_paths(tables_dir: str | os.PathLike[str]) -> dict[str, dict[str, Path]]:
     """Table name → format → path under ``tables_dir``."""
-    d = Path(tables_dir)
-    return {name: {fmt: d / f"{name}.{fmt}" for fmt in FORMATS} for name in TABLES}
+    return output_files(tables_dir, TABLES, FORMATS)
 
 
 def _stats_paths(
-    study: Study, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None
+    study: Study, inputs: Files | None
 ) -> dict[str, Path]:
     if inputs is None:
         d = Layout(study.results_dir).stats
@@ -76,7 +75,7 @@ def check_computed_with(paths: Mapping[str, Path], settings: StatsSettings) -> N
 
 
 def load_stats_tables(
-    study: Study, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None
+    study: Study, inputs: Files | None = None
 ) -> StatsTables:
     """The statistics of ``study`` (from its ``stats/`` Parquet files) ready for tables and figures."""
     paths = _stats_paths(study, inputs)
@@ -103,25 +102,11 @@ def load_stats_tables(
 
 
 def write_tables(
-    study: Study,
-    inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None,
-    outputs: Sequence[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]] | None = None,
-    log: str | os.PathLike[str] | None = None,
+    study: Study, inputs: Files | None = None, outputs: Files | None = None, log: str | os.PathLike[str] | None = None
 ) -> list[Path]:
     """Every table of :data:`TABLES` in every format; ``outputs`` (paths named ``{table}.{fmt}``) may
     select a subset, by default all of them under ``results/…/tables/``."""
-    if outputs is None:
-        wanted = [
-            p for formats in table_paths(Layout(study.results_dir).tables).values() for p in formats.values()
-        ]
-    else:
-        wanted = [Path(p) for p in (outputs.values() if isinstance(outputs, Mapping) else outputs)]
-    by_table: dict[str, list[Path]] = {}
-    for p in wanted:
-        name = p.name.rsplit(".", 1)[0]
-        if name not in BUILDERS:
-            raise ValueError(f"{p}: not a table of this pipeline ({', '.join(TABLES)})")
-        by_table.setdefault(name, []).append(p)
+    wanted, by_table = select_outputs(table_paths(Layout(study.results_dir).tables), outputs, "table")
     st = load_stats_tables(study, inputs)
     with StageLog(log) as out:
         for name, paths in by_table.items():
@@ -132,10 +117,8 @@ def write_tables(
     return wanted
 
 
-def render_table(study: Study, name: str, inputs: Mapping[str, str | os.PathLike[str]] | Sequence | None = None) -> str:
+def render_table(study: Study, name: str, inputs: Files | None = None) -> str:
     """One table as Markdown, built from the study's statistics (for printing)."""
-    from forgetting.errors import UserError
-
     if name not in BUILDERS:
         raise UserError(f"--print: {name!r} is not a table of this pipeline; choose from: {', '.join(TABLES)}")
     return to_markdown(BUILDERS[name](load_stats_tables(study, inputs)))

@@ -36,9 +36,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import forgetting.tables.format as fmt
 from forgetting.grid import PAPER_NAMES
 from forgetting.stats.labels import SCOPE_LABELS, agent_label, amount_label, is_paper_like, policy_label
-from forgetting.tables import format as fmt
 from forgetting.tables.columns import Column, Estimate, Holm, Row, Spec
 from forgetting.tables.notes import (
     bootstrap_note,

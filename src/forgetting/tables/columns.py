@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+import forgetting.tables.format as fmt
 from forgetting.grid import BASELINE
 from forgetting.stats.holm import holm_adjust
 from forgetting.stats.settings import StatsSettings
-from forgetting.tables import format as fmt
 from forgetting.tables.notes import ci_header, holm_note
 from forgetting.tables.writers import Heading, Table, latex_escape
 

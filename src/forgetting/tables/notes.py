@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forgetting import config_schema
+from forgetting.cost.pricing import profiles_from_config
 from forgetting.stats.settings import StatsSettings
 
 
@@ -38,8 +39,6 @@ class NoteContext:
 
     @classmethod
     def from_study(cls, study: Any) -> NoteContext:
-        from forgetting.cost.pricing import profiles_from_config
-
         analysis = study.section("analysis")
         profiles, primary = profiles_from_config(study.section("pricing"), study.root)
         profile = next(p for p in profiles if p.name == primary)

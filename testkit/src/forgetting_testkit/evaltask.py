@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.layout import Layout
 from forgetting_testkit.checkout import ROOT
@@ -67,7 +68,8 @@ def swebench_row(tmp: Path) -> dict[str, Any]:
     row = instance(tmp)
     base, files = row["base_commit"], "tests/test_calc.py"
     row.update(
-        image="swebench/sweb.eval.x86_64.demo_1776_calc-1:latest",
+        # the published image's name, as swebench's ImageSpec gives it (an x86_64 image)
+        image=ImageSpec(instance_id="demo__calc-1", dockerfile="-", namespace="swebench").name,
         log_parser="parse_log_pytest",
         eval_type="pass_and_fail",
         eval_script="\n".join(
@@ -90,32 +92,40 @@ def swebench_row(tmp: Path) -> dict[str, Any]:
     return row
 
 
-@pytest.fixture
-def study_file(tmp_path, monkeypatch):
-    """A demo-kind study of the fixture task: 5 baseline runs of one agent, local backend."""
+def demo_study(tmp_path: Path, monkeypatch: Any, *, other_tasks: tuple[str, ...] = (), repeats: int = 5) -> Path:
+    """A demo-kind study of the fixture task, and of ``other_tasks`` (its row under other ids):
+    ``repeats`` baseline runs of one agent, local backend; its config file."""
     row = instance(tmp_path)
     row["environment_setup_commit"] = row["base_commit"]  # the demo-task schema requires a commit hash
     tasks = tmp_path / "tasks"
-    (tasks / row["instance_id"]).mkdir(parents=True)
-    (tasks / row["instance_id"] / "instance.json").write_text(json.dumps(row))
+    ids = [row["instance_id"], *other_tasks]
+    for iid in ids:
+        (tasks / iid).mkdir(parents=True)
+        (tasks / iid / "instance.json").write_text(json.dumps({**row, "instance_id": iid}))
     config = {
         "study": {"name": "t", "seed": 1, "results_dir": str(tmp_path / "results")},
         "agents": ["mini"],
-        "tasks": {"ids": [row["instance_id"]]},
+        "tasks": {"ids": ids},
         "dataset": {"kind": "demo", "instances": str(tasks)},
-        "repeats": {"baseline": 5},
+        "repeats": {"baseline": repeats},
         "configurations": {"names": "none"},
         "model": {"backend": "scripted", "name": "scripted"},
         "evaluation": {"backend": "local", "timeout_s": 60},
     }
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(config))
-    # the demo tasks' checkout, pointed at the fixture task (one line in forgetting.evaluation.local)
+    # every demo task's checkout is the fixture task's (one line in forgetting.evaluation.local)
     monkeypatch.setattr(
         "forgetting.evaluation.local.checkout_demo_task",
         lambda tasks_dir, iid, dest: build_repo(dest),
     )
     return path
+
+
+@pytest.fixture
+def study_file(tmp_path, monkeypatch):
+    """A demo-kind study of the fixture task: 5 baseline runs of one agent, local backend."""
+    return demo_study(tmp_path, monkeypatch)
 
 
 def make_run(study, run, patch: str | None, finished: bool = True) -> Path:

@@ -60,12 +60,7 @@ def runs_table(runs=RUNS, missing=(), eval_errors=()) -> pa.Table:
             task=task,
             repeat=rep,
             seed=1,
-            policy=d.policy,
-            scope=d.scope,
-            granularity=d.granularity,
-            amount=d.amount,
-            timing=d.timing,
-            keep_last=d.keep_last,
+            **d.columns(),
             model_backend="test",
             status="missing" if rid in missing else "submitted",
         )

@@ -23,9 +23,9 @@ from jinja2 import StrictUndefined, Template
 
 from forgetting import messages as msgs
 from forgetting import tokenizer
+from forgetting.agents import action_syntax
 from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.demo.scripted import ScriptedModel, ScriptedSettings, TaskBook
-from forgetting.runner.mini import action_syntax
 from forgetting_testkit.checkout import ROOT
 
 TASKS = ROOT / "tests" / "data" / "scripted_tasks"

@@ -13,10 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from forgetting.deletion.record import PartDeletion
 from forgetting.grid import BASELINE_DELETION, Deletion
 from forgetting.layout import RUN_JSON
-from forgetting.records import RunRecord, write_run_record
+from forgetting.records import PartDeletion, RunRecord, write_run_record
 
 A_PY = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"  # 4 distinct lines
 B_PY = "x = 1\ny = 2\nz = 3\n"  # 3 distinct lines

@@ -41,13 +41,16 @@ class ReadSpec:
 
 @dataclass(frozen=True)
 class TaskKnowledge:
+    """A demo task's problem statement and ``solution.yaml``: what the fix is about (``summary``),
+    the test command, where to look, what to read, the edits, and a wrong first edit (if any)."""
+
     instance_id: str
     problem_statement: str
     summary: str
+    test: str
     locate: tuple[str, ...]
     reads: tuple[ReadSpec, ...]
     edits: tuple[Edit, ...]
-    test: str
     wrong_first: Edit | None = None
 
     @property
@@ -66,15 +69,16 @@ def _need(mapping: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+def _require(ok: bool, problem: str) -> None:
+    if not ok:
+        raise ResourceError(problem)
+
+
 def _edit(raw: Any, where: str) -> Edit:
-    if not isinstance(raw, Mapping):
-        raise ResourceError(f"{where}: expected a mapping with path, old, new, why")
-    old = raw.get("old")
-    if not isinstance(old, str) or not old:
-        raise ResourceError(f"{where}.old: expected the exact text to replace")
-    new = raw.get("new")
-    if not isinstance(new, str) or new == old:
-        raise ResourceError(f"{where}.new: expected replacement text different from old")
+    _require(isinstance(raw, Mapping), f"{where}: expected a mapping with path, old, new, why")
+    old, new = raw.get("old"), raw.get("new")
+    _require(isinstance(old, str) and bool(old), f"{where}.old: expected the exact text to replace")
+    _require(isinstance(new, str) and new != old, f"{where}.new: expected replacement text different from old")
     return Edit(_need(raw, "path", str, where), old, new, _need(raw, "why", str, where).strip())
 
 
@@ -99,17 +103,13 @@ def _read(raw: Any, where: str) -> ReadSpec:
 
 def parse_solution(raw: Any, instance_id: str, problem_statement: str, source: str) -> TaskKnowledge:
     """Check a parsed ``solution.yaml`` and turn it into :class:`TaskKnowledge`."""
-    if not isinstance(raw, Mapping):
-        raise ResourceError(f"{source}: expected a mapping with summary, locate, read, edits, test")
-    locate = raw.get("locate") or []
-    if not isinstance(locate, list) or not all(isinstance(c, str) and c.strip() for c in locate):
-        raise ResourceError(f"{source}: locate: expected a list of shell commands")
-    reads = raw.get("read") or []
-    if not isinstance(reads, list):
-        raise ResourceError(f"{source}: read: expected a list of {{path, lines}}")
-    edits = raw.get("edits")
-    if not isinstance(edits, list) or not edits:
-        raise ResourceError(f"{source}: edits: expected a non-empty list of {{path, old, new, why}}")
+    _require(isinstance(raw, Mapping), f"{source}: expected a mapping with summary, locate, read, edits, test")
+    locate, reads, edits = raw.get("locate") or [], raw.get("read") or [], raw.get("edits")
+    _require(isinstance(locate, list) and all(isinstance(c, str) and c.strip() for c in locate),
+             f"{source}: locate: expected a list of shell commands")
+    _require(isinstance(reads, list), f"{source}: read: expected a list of {{path, lines}}")
+    _require(isinstance(edits, list) and bool(edits),
+             f"{source}: edits: expected a non-empty list of {{path, old, new, why}}")
     wrong = raw.get("wrong_first")
     return TaskKnowledge(
         instance_id=instance_id,
@@ -126,23 +126,29 @@ def parse_solution(raw: Any, instance_id: str, problem_statement: str, source: s
 def load_task(task_dir: Path) -> TaskKnowledge:
     """One demo task's knowledge from ``<task_dir>/instance.json`` and ``solution.yaml``."""
     inst_path, sol_path = task_dir / "instance.json", task_dir / "solution.yaml"
+    text = _text_of(inst_path, "missing")
     try:
-        instance = json.loads(inst_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResourceError(f"{inst_path}: missing") from None
+        instance = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResourceError(f"{inst_path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
     statement = instance.get("problem_statement") if isinstance(instance, dict) else None
-    if not isinstance(statement, str) or not statement.strip():
-        raise ResourceError(f"{inst_path}: problem_statement: expected a non-empty string")
+    _require(isinstance(statement, str) and bool(statement.strip()),
+             f"{inst_path}: problem_statement: expected a non-empty string")
     instance_id = str(instance.get("instance_id") or task_dir.name)
+    text = _text_of(sol_path, "missing; the scripted model needs it for every task")
     try:
-        raw = yaml.safe_load(sol_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ResourceError(f"{sol_path}: missing; the scripted model needs it for every task") from None
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ResourceError(f"{sol_path}: not valid YAML ({exc})") from None
     return parse_solution(raw, instance_id, statement, str(sol_path))
+
+
+def _text_of(path: Path, missing: str) -> str:
+    """The text of ``path``; a ResourceError saying ``missing`` when there is none."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResourceError(f"{path}: {missing}") from None
 
 
 class TaskBook:

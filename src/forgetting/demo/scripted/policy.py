@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forgetting.demo.scripted import commands as cmds
-from forgetting.demo.scripted import reasoning as say
+import forgetting.demo.scripted.commands as cmds
+import forgetting.demo.scripted.reasoning as say
 from forgetting.demo.scripted.draws import Draws
 from forgetting.demo.scripted.history import Conversation, Step
 from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge, words

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Test double for ``vllm serve`` (no GPU here): accepts vLLM's flags, serves /health,
-/v1/models and /v1/chat/completions on --host/--port after an optional delay, and can be told
-to crash.
+/v1/models, /tokenize and /v1/chat/completions on --host/--port after an optional delay, and
+can be told to crash.
 
 Chat completions are the canned agent-like replies of ``openai_upstream.py`` (a ``bash``
 tool call when the request offers tools, else a fenced ``mswea_bash_command`` block), counted
@@ -13,7 +13,10 @@ with before listening), FAKE_VLLM_ARGV (file to write the argv to), FAKE_VLLM_CH
 child process that the server's shutdown must also stop; its pid goes to FAKE_VLLM_CHILD_PID),
 FAKE_VLLM_SUBMIT_AT (a run's N-th call submits: ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git
 diff``), FAKE_VLLM_DIE_AFTER (the process exits abruptly on the chat completion after the N-th, as a
-crashed server would), FAKE_VLLM_CALL_DELAY (seconds each chat completion takes).
+crashed server would), FAKE_VLLM_CALL_DELAY (seconds each chat completion takes), FAKE_VLLM_ENV (file to write the
+CUDA_VISIBLE_DEVICES it was started with to, as JSON), FAKE_VLLM_KV_TOKENS (logs "GPU KV cache
+size: N tokens" as vLLM does once its cache is allocated). /tokenize counts whitespace-separated
+words as tokens (no tokenizer here) and reports --max-model-len.
 """
 
 import json
@@ -32,7 +35,11 @@ argv = sys.argv[1:]
 if os.environ.get("FAKE_VLLM_ARGV"):
     with open(os.environ["FAKE_VLLM_ARGV"], "w") as fh:
         json.dump(argv, fh)
+if os.environ.get("FAKE_VLLM_ENV"):
+    with open(os.environ["FAKE_VLLM_ENV"], "w") as fh:
+        json.dump({"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES")}, fh)
 host = argv[argv.index("--host") + 1]
+max_model_len = int(argv[argv.index("--max-model-len") + 1]) if "--max-model-len" in argv else 0
 port = int(argv[argv.index("--port") + 1])
 model = argv[argv.index("--served-model-name") + 1]
 if os.environ.get("FAKE_VLLM_CHILD"):
@@ -44,6 +51,9 @@ if os.environ.get("FAKE_VLLM_EXIT"):
     print("fake vllm: CUDA out of memory (simulated)", flush=True)
     sys.exit(int(os.environ["FAKE_VLLM_EXIT"]))
 
+
+if os.environ.get("FAKE_VLLM_KV_TOKENS"):
+    print(f"INFO [kv_cache_utils.py] GPU KV cache size: {int(os.environ['FAKE_VLLM_KV_TOKENS']):,} tokens", flush=True)
 
 SUBMIT_AT = int(os.environ.get("FAKE_VLLM_SUBMIT_AT", "0"))
 DIE_AFTER = int(os.environ.get("FAKE_VLLM_DIE_AFTER", "0"))
@@ -72,6 +82,16 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         global completions
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path == "/tokenize":
+            prompt = json.loads(raw).get("prompt", "")
+            data = json.dumps({"count": len(prompt.split()), "max_model_len": max_model_len,
+                               "tokens": list(range(len(prompt.split())))}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if self.path != "/v1/chat/completions":
             self.send_response(404)
             self.send_header("Content-Length", "0")

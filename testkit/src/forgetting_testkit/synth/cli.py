@@ -13,10 +13,9 @@ results. Rerunning keeps the runs already generated. Analyse it with
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
-from forgetting.errors import UserError
+from forgetting.cli import exit_status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,11 +48,4 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``forgetting-synth`` console script: bad input is one ``error:`` line, status 2."""
     args = build_parser().parse_args(argv)
-    try:
-        return run(args)
-    except UserError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return exit_status(lambda: run(args))

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from forgetting import __version__, chat_format, tokenizer
+from forgetting.agents import action_syntax
 from forgetting.atomic import replace_dir
 from forgetting.calllog import CallLogWriter
 from forgetting.config import Study
@@ -34,7 +35,6 @@ from forgetting.messages import ActionSyntax
 from forgetting.model_server import served_name_of
 from forgetting.plan import Run
 from forgetting.records import SYNTHETIC_BACKEND, RunRecord, write_run_record
-from forgetting.runner.execute import action_syntax
 from forgetting.runner.settings import RunnerSettings
 from forgetting.seeds import derive_seed, unit
 from forgetting_testkit.synth.agent import Sight, SyntheticAgent, profile_of
@@ -284,15 +284,7 @@ def _eval_report(run: Run, world: Any, patch: str, status: str, rng: np.random.G
             tests["PASS_TO_PASS"] = {"success": p2p[broken:], "failure": p2p[:broken]}
             resolution = "RESOLVED_PARTIAL" if k < len(f2p) else "RESOLVED_NO"
     return EvalReport(
-        instance_id=run.task,
-        backend=EVAL_BACKEND,
-        status=status,
-        resolved=status == "resolved",
-        patch_sha256=patch_digest(patch),
-        patch_applied=applied,
-        tests=tests,
-        resolution=resolution,
-        tests_parsed=applied,
-        note=EVAL_NOTE,
-        run_id=run.run_id,
+        instance_id=run.task, backend=EVAL_BACKEND, status=status, resolved=status == "resolved",
+        patch_sha256=patch_digest(patch), patch_applied=applied, tests=tests, resolution=resolution,
+        tests_parsed=applied, note=EVAL_NOTE, run_id=run.run_id,
     )

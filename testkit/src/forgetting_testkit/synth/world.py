@@ -195,17 +195,7 @@ def task_world(task: str, seed: int) -> TaskWorld:
         f"{package} internals."
     )
     return TaskWorld(
-        task=task,
-        package=package,
-        files=tuple(files),
-        target=target,
-        bug_line=bug_line,
-        related=related,
-        test_file=test_file,
-        fail_to_pass=f2p,
-        pass_to_pass=p2p,
-        solve_p=solve_p,
-        base_turns=base_turns,
-        statement=statement,
-        symbol=symbol,
+        task=task, package=package, files=tuple(files), target=target, bug_line=bug_line, related=related,
+        test_file=test_file, fail_to_pass=f2p, pass_to_pass=p2p, solve_p=solve_p, base_turns=base_turns,
+        statement=statement, symbol=symbol,
     )

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from forgetting.deletion.parts import PARTS
 from forgetting.errors import RunOutputError
+from forgetting.grid import PARTS
 
 #: how a part is rewritten: replaced by a placeholder, or thinned token by token
 MODES: tuple[str, ...] = ("turn", "token")

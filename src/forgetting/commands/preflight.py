@@ -1,0 +1,73 @@
+"""``forgetting preflight CONFIG [OVERLAY ...] [--partition gpu|cpu] [--serve] [--smoke] [--gold]``: is this
+site ready for the study? One line per check, ``OK`` or ``FAIL`` with what to do; exit status 1
+on any FAIL.
+
+    forgetting preflight config/config.yaml --partition gpu --serve   # on a GPU node (srun …)
+    forgetting preflight config/config.yaml --partition cpu           # on a CPU node
+    forgetting preflight config/demo.yaml --smoke                     # the demo, here
+    forgetting preflight config/config.yaml --partition cpu --gold    # images of another architecture
+
+Without ``--partition``: the checks of every partition the study uses (``model.backend: vllm``
+→ gpu, ``evaluation.backend: apptainer`` → cpu), as on a node that runs both. ``--serve`` starts
+the model server and asks ``/v1/models`` and ``/tokenize``; ``--smoke`` takes one baseline task
+per agent through run, evaluation and analysis (into ``<results>/preflight/smoke/``); ``--gold``
+evaluates every task's gold patch (it must resolve) and the unfixed repository (it must not) with
+the study's evaluation backend and images. The
+workflow's ``preflight`` target runs the node checks as one small job per partition
+(docs/cluster.md, *First launch*).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from forgetting.commands.study_args import add_study_arguments, study_from_args
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("preflight", help="check that this site is ready for the study", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_study_arguments(p)
+    p.add_argument("--partition", choices=("gpu", "cpu"), help="the checks of that partition's jobs only")
+    p.add_argument("--serve", action="store_true", help="also start the model server and ask /v1/models, /tokenize")
+    p.add_argument("--smoke", action="store_true", help="also run one baseline task per agent end to end")
+    p.add_argument("--gold", action="store_true",
+                   help="also check every task's gold patch resolves and its unfixed repository does not")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forgetting.preflight import node_checks, partitions_of
+
+    study = study_from_args(args)
+    partitions = [args.partition] if args.partition else partitions_of(study)
+    checks = node_checks(study, partitions)
+    if not partitions:
+        print("no cluster partition: model.backend and evaluation.backend run where this command runs")
+    for check in checks:
+        print(check.line(), flush=True)
+    if args.serve:
+        from forgetting.preflight.serve import serve_checks
+
+        for check in serve_checks(study):
+            checks.append(check)
+            print(check.line(), flush=True)
+    if args.smoke:
+        from forgetting.preflight.smoke import smoke_checks
+
+        for check in smoke_checks(study):
+            checks.append(check)
+            print(check.line(), flush=True)
+    if args.gold:
+        from forgetting.preflight.gold import gold_checks
+
+        for check in gold_checks(study):
+            checks.append(check)
+            print(check.line(), flush=True)
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        print(f"{len(failed)} of {len(checks)} checks failed: {', '.join(c.name for c in failed)}")
+        return 1
+    print(f"all {len(checks)} checks passed" if checks else "nothing to check")
+    return 0

@@ -1,0 +1,171 @@
+"""``forgetting preflight``: is this site ready for the study? One line per check, OK or FAIL
+with what to do, before any batch job is submitted.
+
+The checks of a node (:mod:`forgetting.preflight.checks`) depend on the partition its jobs run
+on — the study uses the GPU partition where ``model.backend`` is ``vllm`` (the batch jobs) and
+the CPU partition where ``evaluation.backend`` is ``apptainer`` (the evaluation jobs):
+
+* GPU: Apptainer; the server's and the agent's images (their SIF header's architecture against
+  this host's); the instance images the agents work in; the job's GPU inside the server's image
+  (``--nv``); the GPU's memory against the KV-cache budget of the model's ``config.json``
+  (:mod:`forgetting.vllm_memory`) and the prefix cache against ``execution.concurrency``; room
+  for the sandboxes on ``execution.scratch_dir``; ``trae-cli --help`` inside its image; the conda
+  environments' architecture;
+* CPU: Apptainer; the instance images the evaluation runs; the conda environments.
+
+``--serve`` starts the model server from its image and asks ``/v1/models`` and ``/tokenize``
+(:mod:`forgetting.preflight.serve`); ``--smoke`` takes one baseline task per agent through run,
+evaluation and analysis (:mod:`forgetting.preflight.smoke`). The workflow's ``preflight`` target
+runs the node checks as one small job per partition (``workflow/rules/preflight.smk``); the batch
+jobs depend on the GPU one, the evaluation jobs on the CPU one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from forgetting.atomic import write_text
+from forgetting.config import Study
+from forgetting.containers import expand_path, runs_need_instance_images
+from forgetting.errors import UserError
+from forgetting.evaluation.settings import EvalSettings
+from forgetting.preflight import checks as c
+from forgetting.preflight.checks import BINFMT_DIR, GIB, Check, check_conda_envs
+from forgetting.runner.settings import RunnerSettings
+from forgetting.seeds import text_hex
+from forgetting.vllm_memory import (
+    ModelShape,
+    budget_for,
+    find_model_dir,
+    kv_budget_line,
+    prefix_cache_line,
+    weights_bytes,
+)
+
+PARTITIONS: tuple[str, ...] = ("gpu", "cpu")
+BUILD_HINT = "build it with `snakemake --profile profiles/slurm images`"
+
+
+class PreflightFailed(UserError):
+    """At least one check failed; the message names how many, the log has the lines."""
+
+    exit_code = 1
+
+
+def partitions_of(study: Study) -> list[str]:
+    """The partitions whose jobs need the cluster's software (the demo: none)."""
+    out = []
+    if study.section("model")["backend"] == "vllm":
+        out.append("gpu")
+    if study.section("evaluation")["backend"] == "apptainer":
+        out.append("cpu")
+    return out
+
+
+def target_key(study: Study) -> str:
+    """A hash of what the node checks depend on: a changed setting gets a fresh preflight job."""
+
+    keys = ("model", "agent", "execution", "evaluation", "containers", "dataset")
+    data = {k: study.raw.get(k) for k in keys} | {"tasks": sorted(study.tasks), "agents": list(study.agents)}
+    return text_hex(json.dumps(data, sort_keys=True, default=str))[:8]
+
+
+def _image(study: Study, value: str | None, key: str) -> Path | None:
+    return study.path(expand_path(value, key)) if value else None
+
+
+def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
+
+    model, agent = study.section("model"), study.section("agent")
+    vllm = model["vllm"]
+    apptainer = str(vllm["apptainer"])
+    out = [c.check_apptainer(apptainer)]
+    server = _image(study, vllm.get("apptainer_image"), "model.vllm.apptainer_image")
+    if server:
+        out.append(c.check_image("vllm", server, build_hint=BUILD_HINT, binfmt_dir=binfmt_dir))
+    trae = _image(study, agent["trae"].get("apptainer_image"), "agent.trae.apptainer_image") \
+        if "trae" in study.agents else None
+    if trae:
+        out.append(c.check_image("trae-agent", trae, build_hint=BUILD_HINT, binfmt_dir=binfmt_dir))
+    evaluation = EvalSettings.from_study(study)
+    sif_sizes: list[int] = []
+    if runs_need_instance_images(study):
+        out.append(c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch,
+                                           binfmt_dir=binfmt_dir))
+        sif_sizes = [p.stat().st_size for i in study.tasks if (p := evaluation.image_dir / f"{i}.sif").is_file()]
+    if server:
+        out.append(c.check_gpu_in_container(apptainer, server, environ))
+    gpu, why = c.query_gpu(environ)
+    out.append(Check("gpu memory", True, f"GPU {gpu.index}: {gpu.name}, {gpu.total_bytes / GIB:.2f} GiB (nvidia-smi)")
+               if gpu else Check("gpu memory", False, f"nvidia-smi: {why}; run the preflight on a GPU node "
+                                 "(`snakemake --profile profiles/slurm preflight`)"))
+    model_dir, looked = find_model_dir(str(model["name"]), vllm.get("model_dir"), environ)
+    if model_dir is None:
+        out.append(Check("model", False, f"{model['name']}: no config.json in {', '.join(map(str, looked))}; download "
+                         "the weights (docs/cluster.md, Site setup) or set model.vllm.model_dir"))
+    else:
+        try:
+
+            shape, weights = ModelShape.from_config(model_dir / "config.json"), weights_bytes(model_dir)
+            sizes = (f"{shape.layers} layers × {shape.kv_heads} KV heads × head_dim {shape.head_dim} ({shape.dtype}), "
+                     f"{weights / GIB:.2f} GiB of weights")
+            out.append(Check("model", True, f"{model['name']} at {model_dir}: {sizes}"))
+        except UserError as exc:
+            out.append(Check("model", False, str(exc)))
+            model_dir = None
+    if gpu and model_dir:
+        budget = budget_for(study, gpu.total_bytes, model_dir)
+        ok, line = kv_budget_line(budget)
+        out.append(Check("kv cache budget", ok, line))
+        if ok:
+            out.append(Check("prefix cache", *prefix_cache_line(budget)))
+    mini = [a for a in study.agents if a in ("mini", "mini-text")]
+    if mini and runs_need_instance_images(study):
+
+        settings = RunnerSettings.from_study(study)
+        out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, sif_sizes))
+    if trae:
+        out.append(c.check_trae_cli(apptainer, trae, str(agent["trae"]["executable"]), environ))
+    return out
+
+
+def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
+
+    evaluation = EvalSettings.from_study(study)
+    return [
+        c.check_apptainer(evaluation.apptainer.executable),
+        c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch, binfmt_dir=binfmt_dir),
+    ]
+
+
+def node_checks(study: Study, partitions: Sequence[str], *, environ: Mapping[str, str] | None = None,
+                binfmt_dir: Path = BINFMT_DIR, conda_dir: Path | None = None) -> list[Check]:
+    """The checks of this node for the jobs of ``partitions`` (a check two partitions share once)."""
+
+    env = dict(os.environ) if environ is None else dict(environ)
+    out: list[Check] = []
+    for partition in partitions:
+        found = gpu_checks(study, env, binfmt_dir) if partition == "gpu" else cpu_checks(study, env, binfmt_dir)
+        out += [ch for ch in found if all(ch.name != seen.name for seen in out)]
+    if partitions:
+        out.append(check_conda_envs(conda_dir or study.root / ".snakemake" / "conda"))
+    return out
+
+
+def run_in_job(study: Study, partition: str, *, out: str | os.PathLike[str], log: str | os.PathLike[str]) -> None:
+    """The workflow's preflight job on one partition: the lines go to ``log``; ``out`` is written
+    (atomically) only when every check passed, so a failed preflight stops the jobs after it."""
+
+    checks = node_checks(study, [partition])
+    text = "".join(ch.line() + "\n" for ch in checks)
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    Path(log).write_text(text, encoding="utf-8")
+    print(text, end="", flush=True)
+    failed = [ch for ch in checks if not ch.ok]
+    if failed:
+        raise PreflightFailed(f"preflight on the {partition} partition: {len(failed)} of {len(checks)} checks failed "
+                              f"({', '.join(ch.name for ch in failed)}); see {log}")
+    write_text(out, text)

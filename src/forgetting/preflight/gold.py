@@ -1,0 +1,66 @@
+"""``forgetting preflight --gold``: do the instance images reproduce the tasks? For each task, its
+gold patch must resolve and the unfixed repository must not.
+
+That is the check images built for another architecture need before the study uses them (arm64
+rebuilds of SWE-bench Verified report the same resolve sets for almost all instances, not all;
+docs/cluster.md, *Architecture*): with the study's evaluation backend and images, each task's
+dataset row ``patch`` (gold) is evaluated, then a *null patch* — one new, unrelated file, so the
+repository's code is as the task found it, and the tests do run (an empty patch is never run:
+its status is ``empty_patch``). ``evaluation.workers`` tasks at a time; results go to
+``<results>/preflight/gold/<task>/``.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from forgetting.config import Study
+from forgetting.errors import UserError
+from forgetting.evaluation.backends import make_backend
+from forgetting.evaluation.evaluate import evaluate_patch
+from forgetting.evaluation.instances import load_instances
+from forgetting.evaluation.settings import EvalSettings
+from forgetting.preflight.checks import Check
+
+#: a patch that changes no code: the tests run on the repository as the task found it
+NULL_PATCH = (
+    "diff --git a/.forgetting-null-patch b/.forgetting-null-patch\n"
+    "new file mode 100644\n"
+    "--- /dev/null\n"
+    "+++ b/.forgetting-null-patch\n"
+    "@@ -0,0 +1 @@\n"
+    "+forgetting preflight --gold: the repository as the task found it\n"
+)
+
+
+def gold_checks(study: Study) -> list[Check]:
+
+    settings = EvalSettings.from_study(study)
+    try:
+        rows = load_instances(study)
+        backend = make_backend(settings, study)
+        backend.check(rows)
+    except UserError as exc:
+        return [Check("gold patches", False, str(exc))]
+    base = study.results_dir / "preflight" / "gold"
+
+    def check(task: str) -> Check:
+        row = rows[task]
+        gold = evaluate_patch(row, str(row.get("patch") or ""), backend, out_dir=base / task / "gold",
+                              run_id=f"preflight/gold/{task}")
+        null = evaluate_patch(row, NULL_PATCH, backend, out_dir=base / task / "null", run_id=f"preflight/null/{task}")
+        failing = len(null.tests.get("FAIL_TO_PASS", {}).get("failure", []))
+        ok = gold.resolved and null.status == "unresolved"
+        detail = (f"gold patch {gold.status}, the unfixed repository {null.status} "
+                  f"({failing} FAIL_TO_PASS tests failing) on the {settings.backend} backend")
+        if not ok:
+            detail += (f"; this image does not reproduce the task as SWE-bench grades it (logs under {base / task}): "
+                       "leave the task out, or use the x86_64 image (docs/cluster.md, Architecture)")
+        return Check(f"gold {task}", ok, detail)
+
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        out = list(pool.map(check, rows))
+    passed = sum(c.ok for c in out)
+    out.append(Check("gold patches", passed == len(out),
+                     f"{passed} of {len(out)} tasks: the gold patch resolves, the unfixed repository does not"))
+    return out

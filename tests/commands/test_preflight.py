@@ -1,0 +1,280 @@
+"""`forgetting preflight`: one line per check, OK or FAIL with the fix, exit status 1 on any FAIL.
+
+Run here against named test doubles (forgetting_testkit/fakes: `apptainer`, which gives a
+command the environment Apptainer's source gives it and refuses a SIF of another architecture;
+`nvidia-smi`; `vllm serve`) put on PATH, and small SIF files written by the test byte by byte
+from the format (forgetting_testkit/sif.py). The real `apptainer`, `nvidia-smi` and a real SIF
+are not on these machines (an Apptainer-built SIF cannot be made without Apptainer): the
+preflight job on the cluster is where they meet (docs/cluster.md, First launch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from forgetting.config import load_study
+from forgetting.errors import UserError
+from forgetting.preflight import PreflightFailed, node_checks, run_in_job, target_key
+from forgetting.preflight.checks import check_conda_envs, check_image, emulator_for, host_goarch
+from forgetting_testkit import fakes
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
+from forgetting_testkit.sif import write_sif
+
+TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:3]
+QWEN3_CODER = {"hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
+               "head_dim": 128, "torch_dtype": "bfloat16"}
+WEIGHTS = 61_000_000_000  # bytes: ~56.8 GiB, the order of the bf16 model's safetensors
+OTHER = "arm64" if host_goarch() != "arm64" else "amd64"
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A GPU node as the test doubles make it: apptainer, nvidia-smi (one 144 GB-class GPU),
+    the study's images of this host's architecture, the model's config and weights index."""
+    bin_dir = tmp_path / "bin"
+    fakes.install(fakes.APPTAINER, bin_dir / "apptainer")
+    fakes.install(fakes.NVIDIA_SMI, bin_dir / "nvidia-smi")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_NVIDIA_SMI_GPUS", "NVIDIA GH200 144G HBM3e:140000")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    images = tmp_path / "images"
+    for name in ("vllm", "trae-agent"):
+        write_sif(images / "containers" / f"{name}.sif", host_goarch())
+    for task in TASKS:
+        write_sif(images / "swebench" / f"{task}.sif", host_goarch())
+    trae = tmp_path / "root" / "opt" / "trae-agent" / "bin" / "trae-cli"
+    trae.parent.mkdir(parents=True)
+    trae.write_text("#!/bin/sh\necho 'Usage: trae-cli [OPTIONS] COMMAND [ARGS]...'\n")
+    trae.chmod(0o755)
+    monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "root"))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(QWEN3_CODER))
+    (model / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": WEIGHTS}}))
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    cfg["study"]["results_dir"] = str(tmp_path / "results")
+    cfg["tasks"] = {"ids": TASKS}
+    cfg["dataset"]["known_ids"] = str(ROOT / cfg["dataset"]["known_ids"])
+    cfg["model"]["vllm"] = {"apptainer_image": str(images / "containers" / "vllm.sif"), "model_dir": str(model)}
+    cfg["agent"]["trae"] = {"apptainer_image": str(images / "containers" / "trae-agent.sif")}
+    cfg["execution"]["scratch_dir"] = str(tmp_path)
+    cfg["evaluation"]["image_dir"] = str(images / "swebench")
+    cfg["containers"]["image_dir"] = str(images / "containers")
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def preflight(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**cli_env(), "PATH": os.environ["PATH"]}
+    return subprocess.run([bin_path("forgetting"), "preflight", str(config), *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def lines_of(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    out = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(("OK ", "FAIL")):
+            verdict, rest = line.split(None, 1)
+            name, _, detail = rest.partition(": ")
+            out[name] = f"{verdict} {detail}"
+    return out
+
+
+def edit(config: Path, change) -> Path:
+    cfg = yaml.safe_load(config.read_text())
+    change(cfg)
+    config.write_text(yaml.safe_dump(cfg))
+    return config
+
+
+def test_a_ready_gpu_node_passes_every_check(site):
+    proc = preflight(site, "--partition", "gpu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    assert set(checks) == {"apptainer", "image vllm", "image trae-agent", "instance images",
+                           "gpu in container (--nv)", "gpu memory", "model", "kv cache budget", "prefix cache",
+                           "scratch space", "trae-cli", "conda environments"}
+    assert all(v.startswith("OK") for v in checks.values()), checks
+    assert checks["image vllm"].endswith(f"vllm.sif: {host_goarch()}, as this host")
+    assert checks["gpu in container (--nv)"].startswith("OK GPU 0: NVIDIA GH200 480GB inside vllm.sif")
+    assert checks["gpu memory"] == "OK GPU 0: NVIDIA GH200 144G HBM3e, 136.72 GiB (nvidia-smi)"
+    assert "48 layers × 4 KV heads × head_dim 128 (bfloat16), 56.81 GiB of weights" in checks["model"]
+    assert "≥ 24.00 GiB for one 262,144-token sequence (bf16, 96 KiB per token)" in checks["kv cache budget"]
+    assert "≥ execution.concurrency 16" in checks["prefix cache"]
+    assert proc.stdout.splitlines()[-1] == "all 12 checks passed"
+
+
+def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
+    monkeypatch.setenv("FAKE_NVIDIA_SMI_GPUS", "NVIDIA GH200 480GB:91553")  # 96 × 10^9 bytes, in MiB
+    proc = preflight(site, "--partition", "gpu")
+    assert proc.returncode == 1
+    budget = lines_of(proc)["kv cache budget"]
+    assert budget.startswith("FAIL vLLM will refuse to start: one 262,144-token sequence needs 24.00 GiB")
+    assert "set model.vllm.kv_cache_dtype: fp8 (needs 12.00 GiB)" in budget
+    assert "prefix cache" not in lines_of(proc)  # vLLM would not start: nothing to cache
+    assert proc.stdout.splitlines()[-1] == "1 of 11 checks failed: kv cache budget"
+    # the fix the line names passes
+    proc = preflight(edit(site, lambda c: c["model"]["vllm"].update(kv_cache_dtype="fp8")), "--partition", "gpu")
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_an_image_of_another_architecture_and_a_broken_trae_cli_fail(site, tmp_path, monkeypatch):
+    write_sif(tmp_path / "images" / "containers" / "vllm.sif", OTHER)
+    trae = tmp_path / "root" / "opt" / "trae-agent" / "bin" / "trae-cli"
+    trae.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n")
+    proc = preflight(site, "--partition", "gpu")
+    assert proc.returncode == 1
+    checks = lines_of(proc)
+    assert checks["image vllm"].startswith("FAIL")
+    assert f"{OTHER}, but this host is {host_goarch()}" in checks["image vllm"]
+    assert "build it on a node of this partition" in checks["image vllm"]
+    # the double refuses to run it, as Apptainer does
+    assert "the image's architecture" in checks["gpu in container (--nv)"]
+    assert checks["trae-cli"].startswith("FAIL") and "No module named 'docker'" in checks["trae-cli"]
+    assert "rebuild containers/trae-agent.def" in checks["trae-cli"]
+
+
+def test_no_gpu_no_apptainer_missing_images_each_say_what_to_do(site, tmp_path, monkeypatch):
+    (tmp_path / "bin" / "apptainer").unlink()
+    monkeypatch.setenv("FAKE_NVIDIA_SMI_FAIL", "1")
+    (tmp_path / "images" / "swebench" / f"{TASKS[1]}.sif").unlink()
+    checks = lines_of(preflight(site, "--partition", "gpu"))
+    assert checks["apptainer"].startswith("FAIL apptainer --version: apptainer: not found; load Apptainer")
+    assert checks["gpu memory"].startswith("FAIL nvidia-smi: NVIDIA-SMI has failed")
+    where = tmp_path / "images" / "swebench"
+    assert checks["instance images"] == (f"FAIL 1 of 3 not in {where} (e.g. {TASKS[1]}.sif); "
+                                         "pull them with `snakemake --profile profiles/slurm images`")
+
+
+def test_the_cpu_partition_checks_the_evaluations_images(site, tmp_path):
+    edit(site, lambda c: c["evaluation"].update(instance_images={"architecture": "x86_64" if OTHER == "arm64"
+                                                                 else "arm64"}))
+    proc = preflight(site, "--partition", "cpu")
+    assert set(lines_of(proc)) == {"apptainer", "instance images", "conda environments"}
+    assert proc.returncode == 0, proc.stdout
+    write_sif(tmp_path / "images" / "swebench" / f"{TASKS[0]}.sif", OTHER)
+    checks = lines_of(preflight(site, "--partition", "cpu"))
+    assert checks["instance images"].startswith(f"FAIL 1 of 3 are {OTHER} (e.g. {TASKS[0]}.sif), but "
+                                                f"evaluation.instance_images.architecture is {host_goarch()}")
+
+
+def test_an_emulated_image_passes_only_with_a_binfmt_entry_apptainer_accepts(tmp_path):
+    sif = write_sif(tmp_path / "x.sif", OTHER)
+    binfmt = tmp_path / "binfmt"
+    binfmt.mkdir()
+    (binfmt / "status").write_text("enabled\n")
+    magic = {"arm64": "7f454c460201010000000000000000000200b700", "amd64": "7f454c4602010100000000000000000002003e00"}
+    entry = f"enabled\ninterpreter /usr/bin/qemu-emu\nflags: OC\noffset 0\nmagic {magic[OTHER]}\n"
+    (binfmt / "qemu-emu").write_text(entry)
+    assert emulator_for(OTHER, binfmt) is None  # without the F flag Apptainer does not count it
+    assert not check_image("x", sif, build_hint="h", binfmt_dir=binfmt).ok
+    (binfmt / "qemu-emu").write_text(entry.replace("flags: OC", "flags: OCF"))
+    check = check_image("x", sif, build_hint="h", binfmt_dir=binfmt)
+    assert check.ok and "run through binfmt_misc's qemu-emu" in check.detail and "slow" in check.detail
+
+
+def test_conda_environments_built_for_another_architecture_fail(tmp_path):
+    machine = {"arm64": 0xB7, "amd64": 0x3E}[OTHER]
+    python = tmp_path / "conda" / "0a1b2c" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(11) + machine.to_bytes(2, "little") + bytes(40))
+    check = check_conda_envs(tmp_path / "conda")
+    assert not check.ok and check.detail.startswith(f"0a1b2c is built for {OTHER}, this host is {host_goarch()}")
+    python.unlink()
+    python.symlink_to(sys.executable)  # this interpreter: built for this host
+    assert check_conda_envs(tmp_path / "conda").ok
+
+
+def test_the_workflows_job_writes_its_output_only_when_everything_passed(site, tmp_path, monkeypatch):
+    study = load_study(site)
+    out, log = tmp_path / "pre" / "gpu.txt", tmp_path / "logs" / "gpu.log"
+    run_in_job(study, "gpu", out=out, log=log)
+    assert out.read_text() == log.read_text() and out.read_text().count("\nOK") == 11
+    monkeypatch.setenv("FAKE_NVIDIA_SMI_FAIL", "1")
+    out.unlink()
+    with pytest.raises(PreflightFailed, match=r"preflight on the gpu partition: 1 of 10 checks failed \(gpu memory\)"):
+        run_in_job(study, "gpu", out=out, log=log)
+    assert not out.exists() and "FAIL gpu memory" in log.read_text()
+    assert issubclass(PreflightFailed, UserError) and PreflightFailed.exit_code == 1
+    # the output's name follows the settings the checks read
+    changed = load_study(edit(site, lambda c: c["execution"].update(concurrency=8)))
+    assert target_key(changed) != target_key(study)
+    assert [c.name for c in node_checks(study, [])] == []
+
+
+def test_serve_starts_the_model_server_and_asks_it(site, tmp_path, monkeypatch):
+    fakes.install(fakes.VLLM, tmp_path / "bin" / "vllm")
+    monkeypatch.setenv("APPTAINERENV_FAKE_VLLM_KV_TOKENS", "652064")  # through --cleanenv, as vLLM's log line
+    proc = preflight(site, "--partition", "gpu", "--serve")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    assert checks["serve"].startswith("OK the vllm server answered /health")
+    assert checks["/v1/models"] == "OK serves ['qwen3-coder']"
+    assert checks["/tokenize"] == "OK 7 tokens for a 2-line prompt, max_model_len 262144"
+    assert checks["kv cache (vLLM's)"] == "OK 652,064 tokens: 27 runs at 23,450 tokens ≥ execution.concurrency 16"
+    monkeypatch.setenv("APPTAINERENV_FAKE_VLLM_EXIT", "1")
+    proc = preflight(site, "--partition", "gpu", "--serve")
+    assert proc.returncode == 1 and lines_of(proc)["serve"].startswith("FAIL model server exited with status 1")
+
+
+def test_the_demo_has_no_partition_and_its_smoke_run_goes_through_every_stage(tmp_path):
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    demo["study"]["results_dir"] = str(tmp_path / "results")
+    for key in ("ids_file",):
+        demo["tasks"][key] = str(ROOT / demo["tasks"][key])
+    demo["dataset"]["instances"] = str(ROOT / demo["dataset"]["instances"])
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(demo))
+    proc = preflight(config, "--smoke")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("no cluster partition")
+    checks = lines_of(proc)
+    assert set(checks) == {"smoke mini", "smoke mini-text"}
+    for agent in ("mini", "mini-text"):
+        assert checks[f"smoke {agent}"].startswith("OK demo__")
+        assert "run submitted after" in checks[f"smoke {agent}"] and "1 run analysed" in checks[f"smoke {agent}"]
+    smoke = tmp_path / "results" / "preflight" / "smoke"
+    assert sorted(p.name for p in (smoke / "runs").iterdir()) == ["mini", "mini-text"]
+    assert not (tmp_path / "results" / "runs").exists()  # never the study's own outputs
+    shutil.rmtree(smoke)
+
+
+def test_gold_checks_that_the_images_reproduce_each_task(tmp_path):
+    """Every task's gold patch resolves and its unfixed repository does not, on the study's
+    evaluation backend (here the demo's local one; on the cluster the apptainer backend and the
+    images of another architecture this is meant for)."""
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    demo["study"]["results_dir"] = str(tmp_path / "results")
+    demo["tasks"] = {"ids": ["demo__confkit-1", "demo__ledger-2"]}
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(demo))
+    proc = preflight(config, "--gold")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    assert checks["gold demo__confkit-1"] == ("OK gold patch resolved, the unfixed repository unresolved "
+                                              "(1 FAIL_TO_PASS tests failing) on the local backend")
+    assert checks["gold patches"] == "OK 2 of 2 tasks: the gold patch resolves, the unfixed repository does not"
+
+
+def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  # noqa: F811 (the fixture)
+    from forgetting.preflight.gold import gold_checks
+    from forgetting_testkit import evaltask
+
+    row_file = next((tmp_path / "tasks").glob("*/instance.json"))
+    row = json.loads(row_file.read_text())
+    row["patch"] = evaltask.patch("stale")  # a gold patch that does not apply to this repository
+    row_file.write_text(json.dumps(row))
+    task, total = gold_checks(load_study(study_file))
+    assert not task.ok and task.detail.startswith("gold patch patch_failed, the unfixed repository unresolved")
+    assert "this image does not reproduce the task" in task.detail
+    assert (total.ok, total.detail) == (False, "0 of 1 tasks: the gold patch resolves, the unfixed repository does not")

@@ -1,0 +1,15 @@
+"""Imported first by every script of the workflow: puts this checkout's ``src/`` first on
+``sys.path``, so a job imports the ``forgetting`` package of the Snakefile it runs, in whichever
+Python runs it — a conda environment of third-party packages only (``envs/*.yaml``), the
+venv Snakemake runs in, a container. Snakemake puts the script's own directory on the path of
+a ``script:`` job (after the environment's site-packages), which is how this module is found;
+a path in an environment file (``-e ..``) could not do this, because Snakemake copies the file
+to ``.snakemake/conda/`` before it creates the environment (docs/cluster.md, *Software*).
+"""
+
+import sys
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+if sys.path[:1] != [SRC]:
+    sys.path.insert(0, SRC)
