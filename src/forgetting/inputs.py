@@ -9,6 +9,7 @@ the file and, where there is one, the line; the caller's parser then checks the 
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,17 @@ def parse_yaml(text: str, source: str, *, error: type[UserError] = UserError) ->
     except RecursionError:
         raise error(f"{source}: nested too deeply to read") from None
     return check_depth(data, source, error=error)
+
+
+def parse_json(text: str, source: str, *, error: type[UserError] = UserError) -> Any:
+    """JSON text → Python; a syntax error or a nesting too deep for the parser is one ``error``
+    line: ``SOURCE is not valid JSON (why, line L column C)``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{source} is not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise error(f"{source} is nested too deeply to read") from None
 
 
 def read_yaml(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = UserError) -> Any:

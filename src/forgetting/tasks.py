@@ -15,13 +15,12 @@ from typing import Any
 
 from forgetting.demo.tasks import demo_task_ids
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.inputs import read_text
 from forgetting.seeds import text_hex
 
 
 def read_id_file(path: Path, *, key: str) -> list[str]:
     """One id per line; blank lines and ``#`` comments are skipped."""
-    from forgetting.inputs import read_text
-
     if not path.is_file() and not path.is_dir():
         raise ConfigError(f"{key}: file not found: {path}")
     ids = []

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.hostile import changed, run_main, run_subprocess, snapshot, without_dac_override
+from forgetting_testkit.trajectories import edit_at as _at
 from forgetting_testkit.trajectories import text_trajectory, toolcall_trajectory, trae_trajectory
 
 DEMO = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
@@ -238,12 +239,12 @@ def out_cases() -> Iterator[Case]:
     def under_a_file(d: Path, name: str) -> Path:
         return write(d / "afile", "x") / name
 
-    files = {  # where an output file cannot go
-        "a directory": lambda d, name: _mkdir(d / name),
+    elsewhere = {  # where neither an output file nor an output directory can go
         "under a file": under_a_file,
         "in a read-only folder": lambda d, name: _readonly_dir(d / "ro") / name,
         "under /proc": lambda d, name: Path("/proc/forgetting-hostile") / name,
     }
+    files = {"a directory": lambda d, name: _mkdir(d / name), **elsewhere}
     for what, target in files.items():
         perms = what == "in a read-only folder"
         yield Case("plan", f"--out {what}", lambda w, d, t=target, p=perms: Spec(
@@ -257,12 +258,7 @@ def out_cases() -> Iterator[Case]:
         if what != "under /proc":  # root may write there: the download would start
             yield Case("dataset", f"--out {what}", lambda w, d, t=target, p=perms: Spec(
                 ["dataset", "fetch", "--out", str(t(d, "rows.jsonl"))], perms=p))
-    dirs = {  # where an output directory cannot go
-        "a file": lambda d, name: write(d / name, "x"),
-        "under a file": under_a_file,
-        "in a read-only folder": lambda d, name: _readonly_dir(d / "ro") / name,
-        "under /proc": lambda d, name: Path("/proc/forgetting-hostile") / name,
-    }
+    dirs = {"a file": lambda d, name: write(d / name, "x"), **elsewhere}
     for what, target in dirs.items():
         perms = what == "in a read-only folder"
         yield Case("proxy", f"--log {what}", lambda w, d, t=target, p=perms: Spec(
@@ -299,17 +295,6 @@ def _mutated_json(make: Callable[[], Any], mutate: Callable[[Any], None]) -> Cal
         mutate(doc)
         return write(d / "x.traj.json", json.dumps(doc))
     return build
-
-
-def _at(*path: Any, value: Any = None, delete: bool = False) -> Callable[[Any], None]:
-    def mutate(doc: Any) -> None:
-        for key in path[:-1]:
-            doc = doc[key]
-        if delete:
-            del doc[path[-1]]
-        else:
-            doc[path[-1]] = value
-    return mutate
 
 
 TRAJECTORIES: dict[str, Callable[[Path], Path]] = {

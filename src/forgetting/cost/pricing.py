@@ -34,6 +34,7 @@ from typing import Any
 from forgetting import config_schema
 from forgetting.config_schema import PROJECT_ROOT
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.inputs import read_yaml
 
 #: where the price sheets of a checkout live
 #: ``pricing.dir``'s default, in this checkout
@@ -160,8 +161,6 @@ def parse_profile(data: Any, path: Path, name: str | None = None) -> PricingProf
 
 
 def load_profile(path: str | os.PathLike[str]) -> PricingProfile:
-    from forgetting.inputs import read_yaml
-
     p = Path(path)
     if not p.is_file() and not p.is_dir():
         raise ResourceError(f"{p}: price sheet not found")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forgetting import cli
 from forgetting_testkit.checkout import ROOT, cli_env
 
 #: seconds one case may take before it counts as a hang
@@ -94,8 +95,6 @@ def _on_alarm(signum: int, frame: Any) -> None:
 def run_main(argv: Sequence[str], *, timeout: float = CASE_TIMEOUT_S, cwd: Path = ROOT) -> Outcome:
     """``forgetting ARGV`` in this process: ``forgetting.cli.main`` with stdout and stderr
     captured, stopped after ``timeout`` seconds (SIGALRM)."""
-    from forgetting import cli
-
     out, err = io.StringIO(), io.StringIO()
     outcome = Outcome(list(argv), None, "", "")
     previous = signal.signal(signal.SIGALRM, _on_alarm)
