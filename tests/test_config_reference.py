@@ -59,7 +59,8 @@ def test_defaults_by_another_key_and_aliases_are_shown_once():
 
 def test_check_names_the_command_that_regenerates(tmp_path):
     stale = tmp_path / "README.md"
-    stale.write_text(README.read_text(encoding="utf-8").replace("| integer in [0, 100] | 4 |", "| integer in [0, 100] | 5 |", 1))
+    text = README.read_text(encoding="utf-8")
+    stale.write_text(text.replace("| integer in [0, 100] | 4 |", "| integer in [0, 100] | 5 |", 1))
     module = [sys.executable, "-m", "forgetting.config_reference"]
     done = subprocess.run([*module, "--check", str(stale)], capture_output=True, text=True, env=cli_env())
     assert done.returncode == 1 and COMMAND in done.stderr

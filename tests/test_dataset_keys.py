@@ -42,6 +42,7 @@ def test_every_dataset_declares_its_key():
         "effects": ("agent", "configuration", "metric"),
         "comparisons": ("agent", "comparison", "first", "second", "metric"),
         "summary": ("agent", "configuration"),
+        "cache_validation": ("agent", "configuration", "profile"),
     }
     assert key_of(PLAN_SCHEMA) == ("run_id",)
 

@@ -141,7 +141,8 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
     try:
         _check_call_log(run_dir / CALLS, run.run_id, record.turns)
         behaviour = label_run(found, **behaviour_options(study))
-        cost = cost_run(found, profiles, primary=primary, run_id=run.run_id)
+        tolerance = float(study.section("pricing")["prompt_tolerance"])
+        cost = cost_run(found, profiles, primary=primary, run_id=run.run_id, prompt_tolerance=tolerance)
     except UserError as exc:
         raise MissingStageOutput(str(exc)) from None
 

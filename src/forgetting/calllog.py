@@ -14,8 +14,10 @@ Record types, in the order they are written:
              rewritten for this call — a rewritten part stays rewritten in every later call —
              as :class:`forgetting.records.PartDeletion` records, written and parsed
              by that one class),
-             the response (content, reasoning, tool calls, finish reason), upstream usage
-             (with ``prompt_tokens_details.cached_tokens`` when reported), status, error.
+             the response (content, reasoning, tool calls, finish reason), the upstream
+             ``usage`` exactly as the server reported it (read back as a typed
+             :class:`forgetting.usage.Usage`: prompt, completion, cached and cache-write
+             tokens in any common API's field names), status, error.
 
 A line is flushed as soon as it is written, so a killed proxy loses at most the call in
 flight; a torn last line is detected on read: :func:`read_call_log` raises
@@ -40,6 +42,7 @@ from forgetting import chat_format
 from forgetting.errors import RunOutputError
 from forgetting.records import PartDeletion
 from forgetting.records.calllog_fields import check_call, check_header, check_segment
+from forgetting.usage import Usage, parse_usage
 
 FORMAT = "forgetting-calllog/1"
 FILENAME = "calls.jsonl"
@@ -277,7 +280,7 @@ class CallRecord:
     params: dict[str, Any]
     deleted: tuple[PartDeletion, ...]
     response: dict[str, Any]
-    usage: dict[str, Any] | None
+    usage: Usage  # parsed once here; ``usage.raw`` is the object as the server reported it
     attempts: int = 1
 
 
@@ -308,9 +311,8 @@ class CallLog:
 
     def output_tokens(self, call: CallRecord) -> int:
         """Output tokens: from upstream usage when reported, else tokenized."""
-        usage = call.usage or {}
-        if isinstance(usage.get("completion_tokens"), int):
-            return int(usage["completion_tokens"])
+        if call.usage.completion_tokens is not None:
+            return call.usage.completion_tokens
         msg = {"role": "assistant", **(call.response or {})}
         return len(chat_format.completion_token_ids(msg))
 
@@ -409,6 +411,7 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
             missing = [k for k in c.segments if k not in segments]
             if missing:
                 raise RunOutputError(f"{p}: line {n}: call refers to unknown segment {missing[0]}")
+            where = f"{p}: line {n} (call {rec.get('index')})"
             calls.append(
                 CallRecord(
                     index=c.index,
@@ -416,9 +419,9 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
                     t_response=c.t_response,
                     segments=c.segments,
                     params=c.params,
-                    deleted=_deleted(rec, f"{p}: line {n} (call {c.index})"),
+                    deleted=_deleted(rec, where),
                     response=c.response,
-                    usage=c.usage,
+                    usage=parse_usage(c.usage, where),
                     attempts=c.attempts,
                 )
             )

@@ -98,6 +98,11 @@ RUNS_SCHEMA = keyed(pa.schema(
         ("cost_flat", pa.float64()),
         ("cost_cache", pa.float64()),
         ("reported_cached_tokens", pa.int64()),
+        # the server's counts (docs/cost.md, "Checked against the server")
+        ("prompt_checked_calls", pa.int32()),  # calls whose server reported prompt_tokens
+        ("prompt_mismatch_calls", pa.int32()),  # of those, beyond pricing.prompt_tolerance
+        ("prompt_token_difference", pa.int64()),  # Σ over those calls of server − rebuilt prompt tokens
+        ("cost_reported", pa.float64()),  # priced from the server's cached tokens; null: none reported
     ]
 ), "run_id")
 
@@ -122,6 +127,11 @@ CALLS_SCHEMA = keyed(pa.schema(
         ("finish_reason", pa.string()),
         ("cost_flat", pa.float64()),
         ("cost_cache", pa.float64()),
+        # what the server reported (null: not reported) and the reported view's price
+        ("reported_prompt_tokens", pa.int64()),
+        ("reported_cache_write_tokens", pa.int64()),
+        ("prompt_mismatch", pa.bool_()),  # rebuilt prompt_tokens beyond pricing.prompt_tolerance of the server's
+        ("cost_reported", pa.float64()),
     ]
 ), "run_id", "call")
 
@@ -165,6 +175,12 @@ RUN_COSTS_SCHEMA = keyed(pa.schema(
         ("reported_cached_tokens", pa.int64()),  # null when no call reported
         ("reconstructed_cached_tokens", pa.int64()),  # this profile's hits on those calls
         ("cache_agreement", pa.float64()),  # reported / reconstructed
+        # the reported view over those calls, and the reconstruction on the same calls
+        ("reported_prompt_tokens", pa.int64()),  # the server's prompt_tokens
+        ("reconstructed_prompt_tokens", pa.int64()),  # the rebuilt prompts' tokens
+        ("reported_cache_write_tokens", pa.int64()),  # null when no call reported writes
+        ("cost_reported", pa.float64()),  # priced from the server's counts
+        ("cost_cache_on_reported", pa.float64()),  # this profile's caching-aware cost of the same calls
     ]
 ), "run_id", "profile")
 

@@ -95,7 +95,8 @@ def test_profiles_from_a_study_config(repo_root, tmp_path):
 
     study = load_study(repo_root / "config" / "config.yaml")
     profiles, primary = profiles_from_config(study.section("pricing"), study.root)
-    assert (primary, [p.name for p in profiles]) == ("paper", ["paper"])
+    names = ["paper", "vllm-blocks", "min-prefix", "write-premium-ttl"]  # every shipped profile is validated
+    assert (primary, [p.name for p in profiles]) == ("paper", names)
     profiles, primary = profiles_from_config({"primary": "vllm-blocks", "profiles": ["paper"]}, repo_root)
     assert [p.name for p in profiles] == ["vllm-blocks", "paper"]
     with pytest.raises(ConfigError, match=r"pricing\.dir"):

@@ -94,14 +94,14 @@ def write_log(path: Path) -> None:
             3,
             ["s", "u", "a1", "o1r", "a2", "o2"],
             t=20,
-            usage={"completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 32}},
+            usage={"prompt_tokens": 84, "completion_tokens": 7, "prompt_tokens_details": {"cached_tokens": 32}},
             deleted=[O1_THINNED],
         ),
         call(
             4,
             ["s", "u", "a1", "o1r", "a2", "o2", "a3", "o3"],
             t=30,
-            usage={"completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 64}},
+            usage={"prompt_tokens": 90, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 64}},
             deleted=[O1_THINNED, A2_THINNED],
         ),
     ]
@@ -190,7 +190,7 @@ def _tool_call(cid: str, command: str) -> dict:
 
 def _extra(completion: int, cached: int, t: float, finish: str = "tool_calls") -> dict:
     usage = {
-        "prompt_tokens": 0,
+        "prompt_tokens": 4096,  # as reported; no count here depends on it
         "completion_tokens": completion,
         "prompt_tokens_details": {"cached_tokens": cached},
     }

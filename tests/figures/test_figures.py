@@ -73,7 +73,11 @@ FIGURE_MARKS = {
     "tasks_solved": {"missing:no_ci": 1},
     "refetch_by_amount": {"missing:unbounded_ci": 1, "missing:no_estimate": 2, "missing:zero": 1},
     "cost_breakdown": {"missing:no_estimate": 1},
+    "cache_validation": {"missing:no_estimate": 3},  # one configuration whose server reported nothing
 }
+#: the cache validation's profiles, and the configuration of an agent whose runs reported no cached tokens
+PROFILES = ("paper", "vllm-blocks", "min-prefix")
+UNREPORTED = ("trae", "immediate-turn-both-50")
 COST = ("cost_cached", "cost_new", "cost_rebilled", "cost_cache_write", "cost_output")
 
 
@@ -100,13 +104,24 @@ def _summary(agent: str, name: str, i: int, identity: dict | None) -> dict:
             "model_backend": "synthetic", "baseline_cost": baseline_cost, **costs}
 
 
+def _validation(agent: str, name: str, i: int, k: int) -> dict:
+    """A cache validation row: the paper's lower bound above the server, the others near it."""
+    reported = 0 if (agent, name) == UNREPORTED else 40
+    gap = math.nan if not reported else (0.08 - 0.05 * k) + 0.002 * (i % 5) + 0.001
+    return {"agent": agent, "configuration": name, "profile": PROFILES[k], "calls": 40, "reported_calls": reported,
+            "estimate": gap, "ci_low": gap - 0.01, "ci_high": gap + 0.015}
+
+
 def _stats(configurations: dict[str, dict]) -> StatsTables:
     names = ["baseline", *configurations]
     effects = {(a, n, m): _effect(a, n, m, i, configurations[n])
                for a in AGENTS for i, n in enumerate(names[1:]) for m in METRICS}
     summary = {(a, n): _summary(a, n, i, configurations.get(n)) for a in AGENTS for i, n in enumerate(names)}
+    validation = {(a, n, p): _validation(a, n, i, k)
+                  for a in AGENTS for i, n in enumerate(names) for k, p in enumerate(PROFILES)}
     return StatsTables(effects=effects, summary=summary, summary_order=list(summary), comparisons=[],
-                       settings=StatsSettings.from_section(), provenance="SYNTHETIC DATA: a test's statistics.")
+                       settings=StatsSettings.from_section(), provenance="SYNTHETIC DATA: a test's statistics.",
+                       validation=validation)
 
 
 @pytest.fixture(scope="module")
@@ -297,3 +312,19 @@ def test_the_cost_breakdown_divides_by_the_baselines_cost_on_the_rows_tasks(rend
     total = sum(stats.summary[("trae", "delayed-turn-tool_output-50")][c] for c in COST)
     assert round(total / 0.45, 4) in ends  # trae's row: its baseline's cost on its tasks is 0.45
     assert round(total / 0.9, 4) in ends  # mini-text's same row: the baseline's 0.9
+
+
+def test_the_cache_validation_draws_each_profiles_gap_and_counts_what_was_not_reported(rendered, stats):
+    """One marker series per profile; a configuration whose server reported no cached tokens is
+    n/a in every series and footnoted with that reason — never a point at 0."""
+    fig, _ = rendered["cache_validation"]
+    legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert legend == list(PROFILES)
+    bars = [c for ax in fig.axes for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+    drawn = sum(1 for v in stats.validation.values() if v["reported_calls"] and (v["agent"], v["configuration"]) in
+                {(a, n) for a in AGENTS for n in ["baseline", *CONFIGURATIONS]})
+    assert len(bars) == drawn == len(stats.validation) - len(PROFILES)
+    xs = [float(c.lines[0].get_xdata()[0]) for c in bars]
+    assert all(abs(x) > 0 for x in xs)  # the test's gaps are never 0: an n/a drew no point there
+    (footnote,) = _texts(fig, "footnote")
+    assert "3 point(s) n/a: no call of those runs reported cached tokens" in footnote.get_text().replace("\n    ", " ")

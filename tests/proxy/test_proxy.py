@@ -60,7 +60,7 @@ def test_end_to_end(tmp_path, style, name):
         assert log.prompt_ids(call) == chat_format.prompt_token_ids(expected.messages, tools)
         assert call.deleted == expected.deleted
         assert call.params == {"model": "qwen3-coder", "temperature": 0, "max_tokens": 512}
-        assert call.usage["prompt_tokens_details"]["cached_tokens"] == 16 * (k - 1)
+        assert call.usage.cached_tokens == 16 * (k - 1)  # the upstream usage, parsed (usage.raw: as sent)
         assert call.response["finish_reason"] == ("tool_calls" if style == "tool_calls" else "stop")
         assert call.t_request <= call.t_response
         all_deleted += call.deleted

@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import io
 
+import pyarrow as pa
 import pytest
 
+from forgetting.schemas import RUN_COSTS_SCHEMA
 from forgetting.stats.run import compute_statistics
 from forgetting.stats.settings import StatsSettings
 from forgetting.tables import format as fmt
@@ -104,8 +106,19 @@ def test_a_table_without_tests_has_no_holm_families():
 @pytest.mark.parametrize("name", sorted(BUILDERS))
 def test_every_table_shows_each_heading_and_writes_each_column_once(name):
     settings = StatsSettings.from_section({"resamples": 200, "seed": 1})
-    out = compute_statistics(runs_table(), tool_calls_table(), None, settings, task_order=["A", "B", "C", "D"])
-    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], settings)
+    runs = runs_table()
+    costs = pa.Table.from_pylist([
+        {**dict.fromkeys(RUN_COSTS_SCHEMA.names), "run_id": r["run_id"], "profile": "paper", "calls": 10,
+         "reported_calls": 10, "reported_prompt_tokens": 1000, "reported_cached_tokens": 500,
+         "reconstructed_prompt_tokens": 1000, "reconstructed_cached_tokens": 600, "cost_reported": 1.0,
+         "cost_cache_on_reported": 0.9, "cost_cached": 0.1, "cost_new": 0.1, "cost_rebilled": 0.0,
+         "cost_cache_write": 0.0, "cost_output": 0.1}
+        for r in runs.to_pylist()
+    ], schema=RUN_COSTS_SCHEMA)
+    out = compute_statistics(runs, tool_calls_table(), costs, settings, profile="paper",
+                             task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], settings,
+                                 validation=out["cache_validation"])
     t = BUILDERS[name](st)
     header = to_csv(t).splitlines()[0].split(",")
     assert len(header) == len(set(header)) and len({h.key for h in t.columns}) == len(t.columns)

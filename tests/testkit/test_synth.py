@@ -101,7 +101,7 @@ def test_call_log_holds_the_deletion_engines_prompts(small):
             reduction = reducer.reduce(history[:end])
             ids = chat_format.prompt_token_ids(reduction.messages, tools)
             assert log.prompt_ids(call) == ids
-            assert call.usage["prompt_tokens"] == len(ids)
+            assert call.usage.prompt_tokens == len(ids)
             assert call.deleted == reduction.deleted
             rewritten += bool(call.deleted)
         checked += 1

@@ -15,6 +15,7 @@ from forgetting.collect import collect
 from forgetting.figures import FIGURE_FORMATS, FIGURE_WIDTH_IN, FIGURES, PNG_DPI
 from forgetting.layout import Layout
 from forgetting.schemas import read_dataset
+from forgetting.stats.schemas import STATS
 from forgetting.tables import FORMATS, TABLES
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.stats_study import make_study
@@ -45,13 +46,13 @@ def _outputs(study) -> dict[str, bytes]:
     layout = Layout(study.results_dir)
     files = [layout.tables / f"{t}.{f}" for t in TABLES for f in FORMATS]
     files += [layout.figures / f"{n}.{f}" for n in FIGURES for f in FIGURE_FORMATS]
-    files += [layout.stats / f"{n}.parquet" for n in ("effects", "comparisons", "summary")]
+    files += [layout.stats / f"{n}.parquet" for n in STATS]
     return {str(p.relative_to(layout.results)): p.read_bytes() for p in files}
 
 
 def test_every_table_and_figure_is_written(built):
     study, stdout = built
-    assert "tables: 28 files" in stdout and "figures: 8 files" in stdout  # 7 tables × 4 formats
+    assert "tables: 32 files" in stdout and "figures: 10 files" in stdout  # 8 tables × 4 formats, 5 × 2
     layout = Layout(study.results_dir)
     table1 = (layout.tables / "table1.md").read_text()
     # 2 agents × (baseline + 5 configurations)

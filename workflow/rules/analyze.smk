@@ -10,6 +10,8 @@ rule analyze_batch:
         tool_calls=f"{BATCH_DIR}/tool_calls.parquet",
         run_costs=f"{BATCH_DIR}/run_costs.parquet",
         timings=f"{BATCH_DIR}/timings.parquet",
+    params:
+        pricing=pricing_settings(),
     log:
         f"{RESULTS}/logs/analyze/{{agent}}/{{configuration}}/{{batch}}.log",
     group:

@@ -38,6 +38,14 @@ def stats_settings(stage):
     return json.dumps(values, sort_keys=True)
 
 
+def pricing_settings():
+    """The pricing section the analysis costs with (profiles, primary, prompt_tolerance), as one
+    string (a Snakemake param: a changed setting reruns the analysis and what follows)."""
+    import json
+
+    return json.dumps(PLAN.study.section("pricing"), sort_keys=True)
+
+
 def analyze_input(wildcards):
     # regenerate mode works from the run directories already on disk: no run or evaluation job
     if PLAN.regenerate:

@@ -5,7 +5,9 @@ mini-swe-agent trajectory (``*.traj.json``, 1.x or 2.x). Prints one row per call
 summary line per run and pricing profile; ``--out`` writes the rows (primary profile:
 the first ``--pricing``) as Parquet or CSV instead of printing them. A call log whose last
 line is torn (a killed proxy) is an error; ``--allow-torn`` prices the calls before it and
-says how many were read.
+says how many were read. Where the server reported usage, the summary also gives the
+prompt check (calls whose rebuilt prompt differs from the server's ``prompt_tokens`` by more
+than ``--prompt-tolerance``) and the cost priced from the server's own cached tokens.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ _ROW_COLUMNS = (
     ("deleted_parts", "del_parts"),
     ("deleted_tokens", "del_tokens"),
     ("reported_cached_tokens", "reported"),
+    ("reported_prompt_tokens", "srv_prompt"),
     ("cost_flat", "cost_flat"),
     ("cost_cache", "cost_cache"),
+    ("cost_reported", "cost_reported"),
 )
 
 
@@ -50,6 +54,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--out", metavar="FILE", help="write the per-call rows to FILE.parquet or FILE.csv")
     p.add_argument("--run-id", help="run id for the rows (default: the call log's, or the file name)")
+    p.add_argument(
+        "--prompt-tolerance",
+        type=float,
+        metavar="SHARE",
+        help="the prompt check: a call whose rebuilt prompt differs from the server's prompt_tokens by more "
+        "than this share of them is a mismatch (default: pricing.prompt_tolerance's, 0.01)",
+    )
     add_allow_torn(p, "price")
     p.set_defaults(func=run)
 
@@ -85,7 +96,15 @@ def summary_line(result: Any, row: dict[str, Any], currency: str) -> str:
         ratio = f"{row['cache_agreement']:.3f}" if row["cache_agreement"] is not None else "n/a"
         line += (
             f"; server-reported cached {row['reported_cached_tokens']:,} vs reconstructed "
-            f"{row['reconstructed_cached_tokens']:,} over {row['reported_calls']} calls (ratio {ratio})"
+            f"{row['reconstructed_cached_tokens']:,} over {row['reported_calls']} calls (ratio {ratio}); "
+            f"priced from the server's counts {row['cost_reported']:.6f} {currency} vs reconstructed "
+            f"{row['cost_cache_on_reported']:.6f} {currency} on those calls"
+        )
+    checked = result.summary["prompt_checked_calls"]
+    if checked:
+        line += (
+            f"; prompt check: {result.summary['prompt_mismatch_calls']} of {checked} calls differ from the "
+            f"server's prompt_tokens by more than {result.prompt_tolerance * 100:.10g} %"
         )
     return line
 
@@ -133,10 +152,19 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(out, "--out")
     if args.run_id and len(args.paths) > 1:
         raise UserError("--run-id names one run; give one PATH with it")
+    if args.prompt_tolerance is not None and not args.prompt_tolerance >= 0:
+        raise UserError(f"--prompt-tolerance {args.prompt_tolerance}: must be a share ≥ 0 (0.01 = 1 %)")
     profiles = load_profiles(args.pricing_dir, args.pricing or ["paper"])
     try:
         results = [
-            cost_run(path, profiles, run_id=args.run_id, allow_torn=args.allow_torn) for path in args.paths
+            cost_run(
+                path,
+                profiles,
+                run_id=args.run_id,
+                allow_torn=args.allow_torn,
+                prompt_tolerance=args.prompt_tolerance,
+            )
+            for path in args.paths
         ]
     except TornCallLog as exc:
         raise torn_refusal(exc, "price") from None

@@ -12,16 +12,17 @@ log's blocks are its segment records; a trajectory's messages are rendered once 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from forgetting import chat_format
 from forgetting.calllog import read_call_log
 from forgetting.records import PartDeletion, run_id_from_path
+from forgetting.usage import NO_USAGE, Usage
 
 SourceKind = Literal["calllog", "trajectory"]
 
@@ -66,15 +67,20 @@ class CallPrompt:
     blocks: tuple[int, ...]
     n_messages: int
     output_tokens: int
-    reported_cached: int | None = None
     time: float | None = None  # request time (call log) or response time (trajectory), unix s
     finish_reason: str | None = None
     deleted: tuple[PartDeletion, ...] = ()  # the parts the proxy newly rewrote for this call
+    usage: Usage = NO_USAGE  # what the server reported for the call (:mod:`forgetting.usage`)
 
     @property
     def n_positions(self) -> int:
         """Message positions (blocks before the generation prompt)."""
         return len(self.blocks) - 1
+
+    @property
+    def reported_cached(self) -> int | None:
+        """The server's count of prompt tokens its cache served; None when it reported none."""
+        return self.usage.cached_tokens
 
 
 @dataclass
@@ -93,27 +99,6 @@ class RunPrompts:
     @property
     def has_times(self) -> bool:
         return bool(self.calls) and all(c.time is not None for c in self.calls)
-
-
-def reported_cached_tokens(usage: Mapping[str, Any] | None) -> int | None:
-    """Server-reported prompt-cache hits in an OpenAI-style usage record: vLLM / OpenAI
-    ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``,
-    DeepSeek ``prompt_cache_hit_tokens``; None when the server reported none."""
-    if not isinstance(usage, Mapping):
-        return None
-    details = usage.get("prompt_tokens_details")
-    if isinstance(details, Mapping) and isinstance(details.get("cached_tokens"), int):
-        return int(details["cached_tokens"])
-    for key in ("cache_read_input_tokens", "prompt_cache_hit_tokens"):
-        if isinstance(usage.get(key), int):
-            return int(usage[key])
-    return None
-
-
-def completion_tokens(usage: Mapping[str, Any] | None) -> int | None:
-    if isinstance(usage, Mapping) and isinstance(usage.get("completion_tokens"), int):
-        return int(usage["completion_tokens"])
-    return None
 
 
 def from_call_log(
@@ -145,10 +130,10 @@ def from_call_log(
                 blocks=tuple(blocks),
                 n_messages=len(log.messages(call)),
                 output_tokens=log.output_tokens(call),
-                reported_cached=reported_cached_tokens(call.usage),
                 time=call.t_request,
                 finish_reason=response.get("finish_reason"),
                 deleted=call.deleted,
+                usage=call.usage,
             )
         )
     return run

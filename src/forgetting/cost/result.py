@@ -8,6 +8,17 @@ cached, ``written`` written to the cache and ``O`` output tokens:
   + O·output`` — the last-but-one term is the write premium (0 when ``cache_write`` equals
   ``input``, as in the paper). By kind: cached input ``hit·cached_input``, new input
   ``new·input``, re-billed input ``rebilled·input``, cache-write premium, output.
+* reported: the same formula with the server's own counts (:class:`forgetting.usage.Usage`)
+  — ``prompt_tokens`` for ``n``, its cached tokens for ``hit``, its cache-write tokens for
+  ``written`` (0 when it reports none: a provider that bills writes reports them) — for each
+  call whose server reported cached tokens; None for the others. Beside it, per profile, the
+  reconstruction's caching-aware cost of the same calls (``cost_cache_on_reported``).
+
+The prompt check: every call whose server reported ``prompt_tokens`` R is compared with the
+prompt the cost stage rebuilt (``n``, the call log's token ids: the chat template applied);
+``|n − R| > prompt_tolerance · R`` is a *prompt mismatch* (``pricing.prompt_tolerance``),
+flagged per call and counted per run, so a chat template or tokenizer that drifts from the
+served model's is seen before a cost is trusted.
 """
 
 from __future__ import annotations
@@ -20,10 +31,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from forgetting import schemas
+from forgetting import config_schema, schemas
 from forgetting.cost.accounting import CallAccount, account, split
 from forgetting.cost.pricing import PricingProfile
-from forgetting.cost.prompts import RunPrompts
+from forgetting.cost.prompts import CallPrompt, RunPrompts
 from forgetting.cost.sources import load_run
 from forgetting.errors import UserError
 from forgetting.records import Located
@@ -41,6 +52,10 @@ SUMMARY_COLUMNS = (
     "cost_flat",
     "cost_cache",
     "reported_cached_tokens",
+    "prompt_checked_calls",
+    "prompt_mismatch_calls",
+    "prompt_token_difference",
+    "cost_reported",
 )
 
 
@@ -57,6 +72,8 @@ class CostResult:
     calls_by_profile: dict[str, pa.Table] = field(default_factory=dict)
     #: the line a torn call log was cut at (costed with ``allow_torn``); None when whole
     torn_line: int | None = None
+    #: the relative difference from the server's ``prompt_tokens`` a call may have
+    prompt_tolerance: float = 0.0
 
     def profile_row(self, name: str) -> dict[str, Any]:
         for row in self.run_costs.to_pylist():
@@ -111,8 +128,35 @@ def _deleted_columns(run: RunPrompts) -> dict[str, list[int]]:
     return out
 
 
+def prompt_mismatch(rebuilt: int, reported: int | None, tolerance: float) -> bool | None:
+    """Whether a rebuilt prompt of ``rebuilt`` tokens differs from the server's count by more
+    than ``tolerance`` of it (None: the server reported no ``prompt_tokens``)."""
+    if reported is None:
+        return None
+    return abs(rebuilt - reported) > tolerance * reported
+
+
+def reported_cost(call: CallPrompt, p: PricingProfile) -> float | None:
+    """The call priced from the server's own counts (None: it reported no cached tokens)."""
+    u = call.usage
+    if u.cached_tokens is None or u.prompt_tokens is None:
+        return None
+    written = u.cache_write_tokens or 0
+    return (
+        u.cached_tokens * p.cached_input
+        + (u.prompt_tokens - u.cached_tokens) * p.input
+        + written * (p.cache_write - p.input)
+        + call.output_tokens * p.output
+    ) / PER_MILLION
+
+
 def _calls_table(
-    run: RunPrompts, acc: list[CallAccount], k: int, p: PricingProfile, deleted: dict[str, list[int]]
+    run: RunPrompts,
+    acc: list[CallAccount],
+    k: int,
+    p: PricingProfile,
+    deleted: dict[str, list[int]],
+    tolerance: float,
 ) -> pa.Table:
     cols: dict[str, list[Any]] = {name: [] for name in schemas.CALLS_SCHEMA.names}
     for call, a in zip(run.calls, acc, strict=True):
@@ -141,6 +185,10 @@ def _calls_table(
             )
             / PER_MILLION
         )
+        cols["reported_prompt_tokens"].append(call.usage.prompt_tokens)
+        cols["reported_cache_write_tokens"].append(call.usage.cache_write_tokens)
+        cols["prompt_mismatch"].append(prompt_mismatch(a.prompt_tokens, call.usage.prompt_tokens, tolerance))
+        cols["cost_reported"].append(reported_cost(call, p))
     cols.update(deleted)
     return pa.Table.from_pydict(cols, schema=schemas.CALLS_SCHEMA)
 
@@ -148,6 +196,10 @@ def _calls_table(
 def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingProfile) -> dict[str, Any]:
     tot = {"prompt": 0, "cached": 0, "new": 0, "rebilled": 0, "written": 0, "output": 0}
     reported_calls = reported = reconstructed = 0
+    # the reported calls: the server's counts, and the reconstruction's on the same calls
+    on = {"prompt": 0, "cached": 0, "rebilled_new": 0, "written": 0, "output": 0}
+    server = {"prompt": 0, "written": 0, "cost": 0.0}
+    writes_reported = False
     for call, a in zip(run.calls, acc, strict=True):
         step = a.steps[k]
         cached, new, rebilled = split(a.prompt_tokens, step.hit, a.boundary)
@@ -161,6 +213,21 @@ def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingPr
             reported_calls += 1
             reported += call.reported_cached
             reconstructed += cached
+            on["prompt"] += a.prompt_tokens
+            on["cached"] += cached
+            on["rebilled_new"] += new + rebilled
+            on["written"] += step.written
+            on["output"] += call.output_tokens
+            server["prompt"] += call.usage.prompt_tokens or 0
+            server["written"] += call.usage.cache_write_tokens or 0
+            writes_reported = writes_reported or call.usage.cache_write_tokens is not None
+            server["cost"] += reported_cost(call, p) or 0.0
+    cost_on_reported = (
+        on["cached"] * p.cached_input
+        + on["rebilled_new"] * p.input
+        + on["written"] * (p.cache_write - p.input)
+        + on["output"] * p.output
+    ) / PER_MILLION
     cost_cached = tot["cached"] * p.cached_input / PER_MILLION
     cost_new = tot["new"] * p.input / PER_MILLION
     cost_rebilled = tot["rebilled"] * p.input / PER_MILLION
@@ -187,13 +254,28 @@ def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingPr
         "reported_cached_tokens": reported if reported_calls else None,
         "reconstructed_cached_tokens": reconstructed if reported_calls else None,
         "cache_agreement": (reported / reconstructed) if reported_calls and reconstructed else None,
+        "reported_prompt_tokens": server["prompt"] if reported_calls else None,
+        "reconstructed_prompt_tokens": on["prompt"] if reported_calls else None,
+        "reported_cache_write_tokens": server["written"] if writes_reported else None,
+        "cost_reported": server["cost"] if reported_calls else None,
+        "cost_cache_on_reported": cost_on_reported if reported_calls else None,
     }
 
 
+def default_prompt_tolerance() -> float:
+    """``pricing.prompt_tolerance``'s default (the schema's)."""
+    return float(config_schema.defaults("pricing")["prompt_tolerance"])
+
+
 def cost_prompts(
-    run: RunPrompts, profiles: Sequence[PricingProfile], *, primary: str | None = None
+    run: RunPrompts,
+    profiles: Sequence[PricingProfile],
+    *,
+    primary: str | None = None,
+    prompt_tolerance: float | None = None,
 ) -> CostResult:
     """Cost an already loaded run (see :func:`cost_run`)."""
+    tolerance = default_prompt_tolerance() if prompt_tolerance is None else float(prompt_tolerance)
     if not profiles:
         raise UserError("no pricing profile given")
     names = [p.name for p in profiles]
@@ -204,7 +286,7 @@ def cost_prompts(
         )
     acc = account(run, profiles)
     deleted = _deleted_columns(run)
-    by_profile = {p.name: _calls_table(run, acc, k, p, deleted) for k, p in enumerate(profiles)}
+    by_profile = {p.name: _calls_table(run, acc, k, p, deleted, tolerance) for k, p in enumerate(profiles)}
     rows = [_run_costs_row(run, acc, k, p) for k, p in enumerate(profiles)]
     run_costs = pa.Table.from_pylist(rows, schema=schemas.RUN_COSTS_SCHEMA)
     prow = rows[names.index(primary)]
@@ -218,6 +300,18 @@ def cost_prompts(
         "cost_flat": prow["cost_flat"],
         "cost_cache": prow["cost_cache"],
         "reported_cached_tokens": prow["reported_cached_tokens"],
+        "prompt_checked_calls": sum(1 for c in run.calls if c.usage.prompt_tokens is not None),
+        "prompt_mismatch_calls": sum(
+            1
+            for c, a in zip(run.calls, acc, strict=True)
+            if prompt_mismatch(a.prompt_tokens, c.usage.prompt_tokens, tolerance)
+        ),
+        "prompt_token_difference": sum(
+            c.usage.prompt_tokens - a.prompt_tokens
+            for c, a in zip(run.calls, acc, strict=True)
+            if c.usage.prompt_tokens is not None
+        ),
+        "cost_reported": prow["cost_reported"],
     }
     return CostResult(
         run.run_id,
@@ -230,6 +324,7 @@ def cost_prompts(
         summary,
         by_profile,
         run.torn_line,
+        tolerance,
     )
 
 
@@ -240,10 +335,14 @@ def cost_run(
     primary: str | None = None,
     run_id: str | None = None,
     allow_torn: bool = False,
+    prompt_tolerance: float | None = None,
 ) -> CostResult:
     """Cost a run directory, a call log (``calls.jsonl``) or a mini-swe-agent trajectory (a
     path, or what :func:`forgetting.records.locate` made of one) under ``profiles``; the
     per-call table and the summary use ``primary`` (default: the first profile). A torn call
     log is an error unless ``allow_torn``: then the calls before the torn line are costed and
-    ``torn_line`` says where it was."""
-    return cost_prompts(load_run(path, run_id, allow_torn=allow_torn), profiles, primary=primary)
+    ``torn_line`` says where it was. ``prompt_tolerance``: see the module docstring (default:
+    ``pricing.prompt_tolerance``'s)."""
+    return cost_prompts(
+        load_run(path, run_id, allow_torn=allow_torn), profiles, primary=primary, prompt_tolerance=prompt_tolerance
+    )

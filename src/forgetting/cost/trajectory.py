@@ -24,16 +24,11 @@ import os
 from pathlib import Path
 
 from forgetting import chat_format, layout
-from forgetting.cost.prompts import (
-    BlockStore,
-    CallPrompt,
-    RunPrompts,
-    completion_tokens,
-    reported_cached_tokens,
-)
+from forgetting.cost.prompts import BlockStore, CallPrompt, RunPrompts
 from forgetting.errors import RunOutputError
 from forgetting.records import MiniMessage, MiniTrajectory, read_trajectory, run_id_from_path
 from forgetting.records.mini import MINI_BASH_TOOL
+from forgetting.usage import NO_USAGE
 
 __all__ = ["MINI_BASH_TOOL", "from_trajectory", "read_mini"]
 
@@ -50,7 +45,7 @@ def read_mini(path: str | os.PathLike[str]) -> MiniTrajectory:
 
 def _output_tokens(message: MiniMessage) -> int:
     response = message.response
-    reported = completion_tokens(response.usage if response else None)
+    reported = response.usage.completion_tokens if response else None
     if reported is not None:
         return reported
     if message.role == "assistant":
@@ -90,9 +85,9 @@ def from_trajectory(path: str | os.PathLike[str], run_id: str | None = None) -> 
                 blocks=(*implicit, *by_message[:j], gen),
                 n_messages=j,
                 output_tokens=_output_tokens(m),
-                reported_cached=reported_cached_tokens(response.usage if response else None),
                 time=m.timestamp,
                 finish_reason=response.finish_reason if response else None,
+                usage=response.usage if response else NO_USAGE,
             )
         )
     return run

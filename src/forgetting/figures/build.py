@@ -8,6 +8,8 @@
                        policies beyond the paper as separate points (they share no amount axis)
 ``cost_breakdown``     caching-aware cost split into cached / new / re-billed / output,
                        relative to the baseline's total (bar length = cost ratio)
+``cache_validation``   the gap between the reconstructed and the server-reported cached share,
+                       with CIs, per configuration (baseline first) and pricing profile
 =====================  ===================================================================
 
 Every figure is :data:`FIGURE_WIDTH_IN` wide (a two-column paper's text width) whatever the
@@ -57,7 +59,7 @@ from forgetting.tables.format import is_missing
 
 __all__ = ["BUILDERS", "FIGURES", "FIGURE_FORMATS", "FIGURE_WIDTH_IN", "PNG_DPI", "save_figure", "write_figures"]
 
-FIGURES: tuple[str, ...] = ("cost_ratio", "tasks_solved", "refetch_by_amount", "cost_breakdown")
+FIGURES: tuple[str, ...] = ("cost_ratio", "tasks_solved", "refetch_by_amount", "cost_breakdown", "cache_validation")
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "png")
 
 #: Okabe & Ito (2008), "Color Universal Design"
@@ -338,11 +340,68 @@ def cost_breakdown(st: StatsTables) -> Any:
     return fig
 
 
+#: the pricing profiles' series in the cache validation figure, in the profiles' order
+PROFILE_STYLES = (
+    (OKABE_ITO["blue"], "o"),
+    (OKABE_ITO["vermillion"], "s"),
+    (OKABE_ITO["bluish_green"], "D"),
+    (OKABE_ITO["reddish_purple"], "^"),
+    (OKABE_ITO["orange"], "v"),
+    (OKABE_ITO["sky_blue"], "P"),
+    (OKABE_ITO["black"], "X"),
+)
+
+
+def cache_validation(st: StatsTables) -> Any:
+    """Reconstructed minus reported cached share (percentage points), one series per profile."""
+    from matplotlib.lines import Line2D
+
+    marks = MissingMarks(_ci(st))
+    sections = sections_of(st, with_baseline=True)
+    profiles = st.profiles
+    styles = {p: PROFILE_STYLES[i % len(PROFILE_STYLES)] for i, p in enumerate(profiles)}
+    spread = 0.6 / max(1, len(profiles))
+    offsets = {p: (i - (len(profiles) - 1) / 2) * spread for i, p in enumerate(profiles)}
+    fig, axes = forest(st, sections, xlabel="reconstructed − reported cached share (pp)")
+    unreported = 0
+    for si, section in enumerate(sections):
+        for ai, agent in enumerate(st.agents):
+            ax = axes[si][ai]
+            ax.axvline(0.0, **REFERENCE)
+            for k, r in zip(section.positions, section.rows, strict=True):
+                for profile in profiles:
+                    v = st.validation.get((agent, str(r["configuration"]), profile))
+                    if v is not None and not v["reported_calls"]:
+                        unreported += 1
+                    pp = None if v is None else {key: v[key] * 100 for key in ("estimate", "ci_low", "ci_high")}
+                    colour, marker = styles[profile]
+                    draw_point(ax, k + offsets[profile], point_of(pp), marks, ref=0.0, colour=colour, marker=marker,
+                               size=3.5)
+            scope_bands(ax, section)
+    handles: list[Any] = [Line2D([], [], color=styles[p][0], marker=styles[p][1], ls="", label=p) for p in profiles]
+    notes = []
+    if unreported:
+        notes.append(
+            f"{unreported} point(s) n/a: no call of those runs reported cached tokens (the server's cache is "
+            "unknown there, not 0)."
+        )
+    finish_figure(
+        fig,
+        f"Cache validation: reconstructed minus server-reported cached share, percentage points ({_ci(st)}s)",
+        st,
+        handles,
+        marks,
+        notes=notes,
+    )
+    return fig
+
+
 BUILDERS = {
     "cost_ratio": cost_ratio,
     "tasks_solved": tasks_solved,
     "refetch_by_amount": refetch_by_amount,
     "cost_breakdown": cost_breakdown,
+    "cache_validation": cache_validation,
 }
 
 

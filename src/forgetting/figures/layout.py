@@ -179,12 +179,14 @@ def finish_figure(
     marks: MissingMarks,
     *,
     subtitle: str = "",
+    notes: Sequence[str] = (),
 ) -> None:
     """Title (with the provenance line), a legend under the panels and, when a number is
-    missing, a footnote that explains each mark; the figure grows by what they need."""
+    missing, a footnote that explains each mark (then the figure's own ``notes``); the figure
+    grows by what they need."""
     lines = [textwrap.fill(t, 110) for t in (title, subtitle, st.provenance) if t]
     fig.suptitle("\n".join(lines), fontsize=9)
-    notes = [textwrap.fill(n, FOOTNOTE_CHARS, subsequent_indent="    ") for n in marks.footnote()]
+    notes = [textwrap.fill(n, FOOTNOTE_CHARS, subsequent_indent="    ") for n in [*marks.footnote(), *notes]]
     note_lines = sum(n.count("\n") + 1 for n in notes)
     width, height = fig.get_size_inches()
     foot = note_lines * FOOTNOTE_LINE_IN + (0.08 if notes else 0.0)

@@ -32,6 +32,7 @@ from forgetting.chat_format import content_text
 from forgetting.errors import RunOutputError
 from forgetting.messages import NON_PROMPT_ROLES, Action, Style, actions, detect_style
 from forgetting.records.fields import Fields
+from forgetting.usage import Usage, parse_usage
 
 #: ``trajectory_format`` of the mini-swe-agent versions: 1.x, and 2.x
 FORMAT_1X, FORMAT_2X = "mini-swe-agent-1", "mini-swe-agent-1.1"
@@ -56,7 +57,7 @@ MINI_BASH_TOOL: dict[str, Any] = {
 class Response:
     """A message's ``extra.response``: the model's raw response as mini-swe-agent kept it."""
 
-    usage: Mapping[str, Any] | None
+    usage: Usage  # its ``usage``, parsed (``usage.raw``: as stored)
     finish_reason: str | None  # of its first choice
     message: Mapping[str, Any] | None  # its first choice's message (checked like a chat message)
 
@@ -137,7 +138,7 @@ def _response(extra: Fields) -> Response | None:
     r = extra.obj("response")
     if r is None:
         return None
-    usage = r.mapping("usage")
+    usage = parse_usage(r.mapping("usage"), f"{r.source}: {r.name('usage')}")
     choices = r.objects("choices")
     if not choices:
         return Response(usage, None, None)

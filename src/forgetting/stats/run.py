@@ -1,4 +1,4 @@
-"""The ``stats`` stage: datasets → ``results/…/stats/{effects,comparisons,summary}.parquet``.
+"""The ``stats`` stage: datasets → ``results/…/stats/{effects,comparisons,summary,cache_validation}.parquet``.
 
 Reads only the collected datasets (``runs``, ``tool_calls``, ``run_costs``) and the study's
 ``statistics`` and ``pricing`` settings, so it regenerates without any run directory.
@@ -22,6 +22,7 @@ from forgetting.layout import Files, Layout
 from forgetting.plan import plan_runs
 from forgetting.schemas import DATASETS, read_dataset, write_dataset
 from forgetting.stagelog import StageLog
+from forgetting.stats.cache_validation import compute_cache_validation
 from forgetting.stats.checks import (
     check_against_plan,
     check_eval_statuses,
@@ -38,7 +39,7 @@ from forgetting.stats.comparisons import (
     missing_cost_runs,
 )
 from forgetting.stats.metrics import StudyData
-from forgetting.stats.schemas import SETTINGS_FIELD, STATS
+from forgetting.stats.schemas import CACHE_VALIDATION_SCHEMA, SETTINGS_FIELD, STATS
 from forgetting.stats.settings import StatsSettings, settings_of
 
 #: the datasets the statistics read
@@ -55,8 +56,10 @@ def compute_statistics(
     task_order: Sequence[str] = (),
     agent_order: Sequence[str] = (),
     redo_command: str | None = None,
+    profiles: Sequence[str] = (),
 ) -> dict[str, pa.Table]:
-    """The ``effects``, ``comparisons`` and ``summary`` tables of a study's datasets.
+    """The ``effects``, ``comparisons``, ``summary`` and ``cache_validation`` tables of a
+    study's datasets (``profiles``: the pricing profiles' order in the last).
 
     Checks first (:mod:`forgetting.stats.checks`): evaluation statuses, run ids of the other
     datasets, and evaluation errors, which under ``evaluation.on_error: fail`` stop here with
@@ -88,11 +91,25 @@ def compute_statistics(
             )
         components = cost_components(runs, run_costs, profile, data)
     boot = Bootstrap(data, settings)
+    validation = (
+        compute_cache_validation(runs, run_costs, data, boot.weights, settings.confidence, profiles)
+        if run_costs is not None
+        else CACHE_VALIDATION_SCHEMA.empty_table()
+    )
     return {
         "effects": compute_effects(boot),
         "comparisons": compute_comparisons(boot),
         "summary": compute_summary(data, settings, components, profile),
+        "cache_validation": validation,
     }
+
+
+def profile_order(pricing: Mapping[str, object]) -> list[str]:
+    """The pricing profiles in the order the cost stage computes them (``pricing.profiles``,
+    the primary first when the list leaves it out)."""
+    names = [str(p) for p in pricing["profiles"]]  # type: ignore[attr-defined]
+    primary = str(pricing["primary"])
+    return names if primary in names else [primary, *names]
 
 
 def _paths(
@@ -137,7 +154,8 @@ def write_stats(
         files = list(configs) if configs else config_files_of(study.source)
         for error in eval_errors(tables["runs"]):
             out.line(f"evaluation error {error.run_id} ({error.task}): {error.status}")
-        profile = str(study.section("pricing")["primary"])
+        pricing = study.section("pricing")
+        profile = str(pricing["primary"])
         result = compute_statistics(
             tables["runs"],
             tables.get("tool_calls"),
@@ -147,6 +165,7 @@ def write_stats(
             task_order=study.tasks,
             agent_order=study.agents,
             redo_command=redo_command(files, overrides) if files else None,
+            profiles=profile_order(pricing),
         )
         recorded = {SETTINGS_FIELD: json.dumps(settings.computed_with(), sort_keys=True)}
         for name, path in out_paths.items():

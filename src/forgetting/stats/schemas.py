@@ -10,6 +10,10 @@
                  primary pricing profile), every one on the row's tasks — for an evaluation the
                  tasks it and its baseline both have (those of its effects), for a baseline its
                  own — and the row's evaluation errors.
+``cache_validation``  one row per (agent, configuration) incl. the baseline and pricing profile:
+                 the reconstructed cached share against the one the server reported, their gap
+                 with a paired bootstrap CI, and the prompt check
+                 (:mod:`forgetting.stats.cache_validation`).
 
 Each schema declares its key (:func:`forgetting.schemas.keyed`).
 """
@@ -101,8 +105,33 @@ SUMMARY_SCHEMA = keyed(pa.schema(
     ]
 ), "agent", "configuration")
 
+CACHE_VALIDATION_SCHEMA = keyed(pa.schema(
+    [
+        *_IDENTITY,
+        ("profile", pa.string()),  # the pricing profile of the reconstruction
+        ("n_runs", pa.int32()),
+        ("n_tasks", pa.int32()),  # tasks with a run whose server reported cached tokens
+        ("calls", pa.int64()),
+        ("reported_calls", pa.int64()),  # calls whose server reported cached tokens
+        ("runs_without_reports", pa.int32()),  # runs none of whose calls reported them
+        ("prompt_checked_calls", pa.int64()),  # calls whose server reported prompt_tokens
+        ("prompt_mismatch_calls", pa.int64()),  # of those, beyond pricing.prompt_tolerance
+        ("runs_with_mismatch", pa.int32()),
+        ("prompt_difference_per_call", pa.float64()),  # mean server − rebuilt prompt tokens; NaN: none checked
+        ("reported_share", pa.float64()),  # the server's cached / prompt tokens; NaN: none reported
+        ("reconstructed_share", pa.float64()),  # the profile's hits / rebuilt prompt tokens, same calls
+        ("estimate", pa.float64()),  # the gap: reconstructed − reported share
+        ("ci_low", pa.float64()),
+        ("ci_high", pa.float64()),
+        ("n_undefined", pa.int32()),  # resamples without a reported call
+        ("cost_reported", pa.float64()),  # those calls priced from the server's counts
+        ("cost_reconstructed", pa.float64()),  # and by the profile's reconstruction
+    ]
+), "agent", "configuration", "profile")
+
 STATS: dict[str, pa.Schema] = {
     "effects": EFFECTS_SCHEMA,
     "comparisons": COMPARISONS_SCHEMA,
     "summary": SUMMARY_SCHEMA,
+    "cache_validation": CACHE_VALIDATION_SCHEMA,
 }

@@ -98,6 +98,7 @@ def load_stats_tables(
         provenance,
         context=NoteContext.from_study(study),
         study_tasks=len(study.tasks),
+        validation=tables["cache_validation"],
     )
 
 

@@ -15,6 +15,9 @@
 ``policies_comparison``  the paper's delayed configurations against the policies beyond the paper:
                        tasks solved, Δ with CI, caching-aware and flat cost ratios with CIs,
                        re-billed share of the cost
+``cache_validation``   per configuration incl. the baseline and pricing profile: the reconstructed
+                       cached share against the server-reported one, their gap with a paired CI,
+                       the cost priced both ways, the prompt check
 =====================  ==========================================================================
 
 Each table is a declaration (:class:`~forgetting.tables.columns.Spec`: its columns, each saying
@@ -42,12 +45,17 @@ from forgetting.stats.labels import SCOPE_LABELS, agent_label, amount_label, is_
 from forgetting.tables.columns import Column, Estimate, Holm, Row, Spec
 from forgetting.tables.notes import (
     bootstrap_note,
+    ci_header,
     cost_statistic_text,
     eval_errors_note,
     fewer_tasks_note,
     median_note,
+    percent,
     pricing_text,
+    profiles_text,
+    prompt_check_note,
     refetch_rate_text,
+    unreported_note,
 )
 from forgetting.tables.stats_tables import StatsTables
 from forgetting.tables.writers import Table
@@ -60,6 +68,7 @@ TABLES: tuple[str, ...] = (
     "cost_breakdown",
     "comparisons",
     "policies_comparison",
+    "cache_validation",
 )
 #: every table is written in each format; HTML is what the Snakemake report shows inline
 FORMATS: tuple[str, ...] = ("csv", "md", "tex", "html")
@@ -449,6 +458,99 @@ def policies_comparison(st: StatsTables) -> Table:
     return t
 
 
+def _share(share: Any) -> str:
+    return fmt.number(share * 100, 1) if not fmt.is_missing(share) else fmt.NA
+
+
+def _gap(row: Row) -> str:
+    """The gap in percentage points with its interval (– where no call reported cached tokens)."""
+    def pp(x: Any) -> Any:
+        return None if fmt.is_missing(x) else float(x) * 100
+
+    return fmt.with_interval(pp(row["gap"]), pp(row["gap_ci_low"]), pp(row["gap_ci_high"]), 1, signed=True)
+
+
+def _of(part: str, whole: str) -> Callable[[Row], str]:
+    def cell(row: Row) -> str:
+        return f"{int(row[part])} / {int(row[whole])}" if int(row[whole]) else fmt.NA
+
+    return cell
+
+
+def _cost_ratio(row: Row) -> str:
+    rec, rep = row.get("cost_reconstructed"), row.get("cost_reported")
+    if fmt.is_missing(rec) or fmt.is_missing(rep) or not rep:
+        return fmt.NA
+    return fmt.number(float(rec) / float(rep), 3)
+
+
+def cache_validation(st: StatsTables) -> Table:
+    """The reconstruction against the server, per configuration (baselines first) and profile."""
+    ci, _ = ci_header(st.settings.confidence)
+    spec = Spec(
+        "cache_validation",
+        "Cache validation: the reconstructed cached share against the one the server reported",
+        columns=(
+            *IDENTITY,
+            Column("profile", "Profile", data="profile"),
+            Column("calls", "Calls reporting", data=("reported_calls", "calls"), cell=_of("reported_calls", "calls"),
+                   align="r"),
+            Column("reported", "Reported cached %", data="reported_share", show=_share, align="r"),
+            Column("reconstructed", "Reconstructed cached %", data="reconstructed_share", show=_share, align="r"),
+            Column("gap", f"Gap, pp {ci}", data=("gap", "gap_ci_low", "gap_ci_high"), cell=_gap, align="r"),
+            Column(data=("n_undefined", "runs_without_reports")),
+            Column("cost", "Cost rec./rep.", data=("cost_reconstructed", "cost_reported"), cell=_cost_ratio,
+                   align="r"),
+            Column("prompt", "Prompt mismatches", data=("prompt_mismatch_calls", "prompt_checked_calls"),
+                   cell=_of("prompt_mismatch_calls", "prompt_checked_calls"), align="r"),
+            Column("difference", "Server − rebuilt", data="prompt_difference_per_call",
+                   show=lambda d: fmt.number(d, 1, signed=True), align="r"),
+            Column(data=("runs_with_mismatch", "n_runs", "n_tasks")),
+        ),
+        group=lambda r: f"{r['agent']}/{r['configuration']}",
+    )
+    rows, first = [], []
+    for summary in st.with_baselines():
+        for k, profile in enumerate(st.profiles):
+            v = st.validation.get((summary["agent"], summary["configuration"], profile))
+            if v is None:
+                continue
+            row = {**summary, **v, "gap": v["estimate"], "gap_ci_low": v["ci_low"], "gap_ci_high": v["ci_high"]}
+            rows.append(row)
+            if k == 0:
+                first.append(row)  # the prompt check and the reporting calls, once per configuration
+    t, _ = spec.fill(rows, st.settings, st.effect)
+    extra = [
+        "Over the calls whose server reported cached tokens (Calls reporting, of all calls). Reported "
+        "cached: the server's cached tokens (prompt_tokens_details.cached_tokens, prompt_cache_hit_tokens "
+        "or cache_read_input_tokens) over its prompt_tokens; reconstructed: the profile's cache hits over the "
+        "rebuilt prompts' tokens on the same calls; each summed over tasks of each task's mean over its runs "
+        "(every analysed run). Gap: reconstructed − reported, in percentage points, with a paired bootstrap "
+        "CI (both shares on the same resampled tasks); above 0 the profile expects more cache hits than the "
+        "server gave. Cost rec./rep.: the profile's caching-aware cost of those calls over the same calls "
+        "priced at its prices from the server's counts (cached and written tokens as reported: a server "
+        "that reports no cache writes is billed none, so a profile with a write premium costs more in the "
+        "reconstruction).",
+    ]
+    for note in (profiles_text(st.context), prompt_check_note(st.context, first), unreported_note(first)):
+        if note:
+            extra.append(note)
+    if not rows:
+        extra.append("No run_costs rows: nothing to validate (the statistics had no run_costs dataset).")
+    s = st.settings
+    t.notes = [
+        f"Paired bootstrap over the {st.n_tasks} tasks: {s.resamples} resamples (seed {s.seed}), "
+        f"{percent(s.confidence)} % percentile CIs; a row's reported and reconstructed shares are computed on "
+        "the same resampled tasks (the same resamples as every other table).",
+        *extra,
+    ]
+    if any(r["configuration"] != "baseline" and not is_paper_like(r) for r in rows):
+        t.notes.append("Configurations beyond the paper's grid show their policy in the Timing column.")
+    if st.provenance:
+        t.notes.append(st.provenance)
+    return t
+
+
 BUILDERS: dict[str, Callable[[StatsTables], Table]] = {
     "table1": table1,
     "table2": table2,
@@ -457,4 +559,5 @@ BUILDERS: dict[str, Callable[[StatsTables], Table]] = {
     "cost_breakdown": cost_breakdown,
     "comparisons": comparisons,
     "policies_comparison": policies_comparison,
+    "cache_validation": cache_validation,
 }

@@ -36,17 +36,24 @@ class NoteContext:
     #: the primary pricing profile's name and its cache rules beyond the paper's lower bound
     #: (empty: the lower bound itself); None when unknown
     pricing: tuple[str, tuple[str, ...]] | None = None
+    #: every computed profile's name and cache rules, in the cost stage's order
+    profile_rules: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: ``pricing.prompt_tolerance``: the prompt check's tolerance
+    prompt_tolerance: float = field(default_factory=lambda: config_schema.defaults("pricing")["prompt_tolerance"])
 
     @classmethod
     def from_study(cls, study: Any) -> NoteContext:
         analysis = study.section("analysis")
-        profiles, primary = profiles_from_config(study.section("pricing"), study.root)
+        pricing = study.section("pricing")
+        profiles, primary = profiles_from_config(pricing, study.root)
         profile = next(p for p in profiles if p.name == primary)
         return cls(
             refetch_threshold=float(analysis["refetch_threshold"]),
             looping_window=int(analysis["looping_window"]),
             turn_cap=int(study.section("agent")["turn_cap"]),
             pricing=(primary, cache_rules(profile)),
+            profile_rules=tuple((p.name, cache_rules(p)) for p in profiles),
+            prompt_tolerance=float(pricing["prompt_tolerance"]),
         )
 
 
@@ -192,3 +199,71 @@ def fewer_tasks_note(
         f"Computed on fewer than the study's {n_tasks} tasks ({why}; every column of a row on the same "
         f"tasks, an evaluation on those it and its baseline both have): {listing}."
     )
+
+
+def profiles_text(context: NoteContext) -> str:
+    """Each computed profile and its cache rules (the lower bound when it has none)."""
+    parts = [f"{name} ({'; '.join(rules) if rules else 'every prefix cached forever: the lower bound'})"
+             for name, rules in context.profile_rules]
+    return "Profiles: " + ", ".join(parts) + "." if parts else ""
+
+
+def prompt_check_note(context: NoteContext, rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the prompt check compares, with its tolerance, and where it failed (``rows``: one per
+    configuration, with ``prompt_checked_calls``, ``prompt_mismatch_calls``, ``runs_with_mismatch``)."""
+    tolerance = f"{context.prompt_tolerance * 100:.10g} %"
+    head = (
+        "Prompt mismatches: calls whose prompt as the cost stage rebuilds it (chat template applied, the "
+        f"model's tokenizer) differs from the server-reported prompt_tokens by more than {tolerance} "
+        "(pricing.prompt_tolerance), of the calls whose server reported prompt_tokens; Server − rebuilt: "
+        "their mean difference in tokens per call (a constant one points at a fixed block, such as the tools "
+        "text of the system message)."
+    )
+    checked = sum(int(r["prompt_checked_calls"]) for r in rows)
+    if not checked:
+        return head + " No server reported prompt_tokens: nothing was checked (–)."
+    bad = [r for r in rows if int(r["prompt_mismatch_calls"])]
+    if not bad:
+        return head + f" All {checked} checked calls agree."
+    listing = "; ".join(
+        f"{r['agent']}/{r['configuration']}: {int(r['prompt_mismatch_calls'])} of {int(r['prompt_checked_calls'])} "
+        f"calls in {int(r['runs_with_mismatch'])} runs" for r in bad
+    )
+    return (
+        f"{head} Beyond it: {listing}. The rebuilt prompts differ from what the server counted (a chat "
+        "template or tokenizer other than the served model's; docs/cost.md, 'Checked against the server'): "
+        "trust no cost of those runs before that is explained. "
+        + QWEN3_CODER_TOOLS_NOTE
+    )
+
+
+#: why the paper's model does not agree exactly (docs/cost.md, "What agreement has been shown")
+QWEN3_CODER_TOOLS_NOTE = (
+    "One difference is known: forgetting.chat_format writes the instructions after the tool list in "
+    "fewer words than Qwen3-Coder's chat template, so against Qwen3-Coder its system block is short by "
+    "about 122 tokens with mini-swe-agent's one bash tool (by another constant with Trae agent's tools); "
+    "a Server − rebuilt that stays this constant along every run is that difference, anything else is not."
+)
+
+
+def unreported_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The configurations none of whose calls reported cached tokens, and those where some did not
+    (``rows``: one per configuration, with ``calls``, ``reported_calls``, ``n_runs``,
+    ``runs_without_reports``)."""
+    none = [r for r in rows if int(r["calls"]) and not int(r["reported_calls"])]
+    some = [r for r in rows if int(r["reported_calls"]) and int(r["reported_calls"]) < int(r["calls"])]
+    out = []
+    if none:
+        runs = sum(int(r["n_runs"]) for r in none)
+        listing = ", ".join(f"{r['agent']}/{r['configuration']}" for r in none)
+        out.append(
+            f"No call reported cached tokens in {len(none)} configuration(s), {runs} run(s): {listing}; their "
+            "shares, gap and costs are – (not measured), not 0."
+        )
+    if some:
+        listing = ", ".join(
+            f"{r['agent']}/{r['configuration']} ({int(r['reported_calls'])} of {int(r['calls'])} calls; "
+            f"{int(r['runs_without_reports'])} runs without)" for r in some
+        )
+        out.append(f"Cached tokens reported on some calls only: {listing}; the shares are over the reporting calls.")
+    return " ".join(out) or None

@@ -25,6 +25,8 @@ class StatsTables:
     context: NoteContext = field(default_factory=NoteContext)
     #: the study's number of tasks (default: the most any summary row has)
     study_tasks: int | None = None
+    #: the cache validation rows (``stats/cache_validation.parquet``), by (agent, configuration, profile)
+    validation: Mapping[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_tables(
@@ -36,8 +38,10 @@ class StatsTables:
         provenance: str = "",
         context: NoteContext | None = None,
         study_tasks: int | None = None,
+        validation: pa.Table | None = None,
     ) -> StatsTables:
         eff = {(r["agent"], r["configuration"], r["metric"]): r for r in effects.to_pylist()}
+        checked = validation.to_pylist() if validation is not None else []
         summ_rows = summary.to_pylist()
         return cls(
             effects=eff,
@@ -48,6 +52,7 @@ class StatsTables:
             provenance=provenance,
             context=context or NoteContext(),
             study_tasks=study_tasks,
+            validation={(r["agent"], r["configuration"], r["profile"]): r for r in checked},
         )
 
     @property
@@ -78,3 +83,8 @@ class StatsTables:
 
     def baseline(self, agent: str) -> dict[str, Any] | None:
         return self.summary.get((agent, "baseline"))
+
+    @property
+    def profiles(self) -> list[str]:
+        """The pricing profiles of the cache validation, in its order."""
+        return list(dict.fromkeys(p for _, _, p in self.validation))

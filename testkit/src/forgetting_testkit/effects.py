@@ -191,6 +191,10 @@ def synthetic_tables(
             "cost_flat": cost_flat,
             "cost_cache": cost_cache,
             "reported_cached_tokens": None,
+            "prompt_checked_calls": 0,  # a synthetic server reports no usage
+            "prompt_mismatch_calls": 0,
+            "prompt_token_difference": 0,
+            "cost_reported": None,
         }
         for name, value in row.items():
             cols[name].append(value)
@@ -216,6 +220,11 @@ def synthetic_tables(
                 ("reported_cached_tokens", None),
                 ("reconstructed_cached_tokens", None),
                 ("cache_agreement", None),
+                ("reported_prompt_tokens", None),
+                ("reconstructed_prompt_tokens", None),
+                ("reported_cache_write_tokens", None),
+                ("cost_reported", None),
+                ("cost_cache_on_reported", None),
             ):
                 costs[name].append(value)
         timings["run_id"].append(run.run_id)
@@ -247,6 +256,9 @@ def synthetic_tables(
                 calls["finish_reason"].append("tool_calls")
                 calls["cost_flat"].append(p_i * p_in + o_i * p_out)
                 calls["cost_cache"].append(c_i * p_cached + (n_i + r_i) * p_in + o_i * p_out)
+                for name in ("reported_prompt_tokens", "reported_cache_write_tokens", "prompt_mismatch",
+                             "cost_reported"):
+                    calls[name].append(None)
     out = {
         "runs": pa.table(cols, schema=RUNS_SCHEMA),
         "tool_calls": pa.table(tc, schema=TOOL_CALLS_SCHEMA),

@@ -68,6 +68,7 @@ def canned_reply(request: dict[str, Any], style: str, n: int) -> dict[str, Any]:
         }
         finish = "tool_calls"
     prompt_chars = len(json.dumps(request.get("messages", [])))
+    prompt_tokens = prompt_chars // 4  # a rough count: no tokenizer here
     return {
         "id": f"chatcmpl-fake-{n}",
         "object": "chat.completion",
@@ -75,10 +76,12 @@ def canned_reply(request: dict[str, Any], style: str, n: int) -> dict[str, Any]:
         "model": request.get("model", "fake"),
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {
-            "prompt_tokens": prompt_chars // 4,
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": 30,
-            "total_tokens": prompt_chars // 4 + 30,
-            "prompt_tokens_details": {"cached_tokens": 16 * (n - 1)},
+            "total_tokens": prompt_tokens + 30,
+            # one more 16-token block per call, never more than the prompt (a usage report must be
+            # consistent: forgetting.usage refuses cached tokens beyond prompt_tokens)
+            "prompt_tokens_details": {"cached_tokens": min(16 * (n - 1), prompt_tokens)},
         },
     }
 
