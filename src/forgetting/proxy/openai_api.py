@@ -20,6 +20,7 @@ import orjson
 from forgetting.errors import RunOutputError
 from forgetting.records.fields import Fields
 from forgetting.records.mini import check_chat_message
+from forgetting.usage import parse_usage
 
 #: deepest nesting of a request or reply accepted (a chat request nests 6 levels deep; a
 #: tool's JSON-schema parameters a few more)
@@ -157,8 +158,9 @@ def parse_request(body: bytes) -> dict[str, Any]:
 
 def parse_reply(body: bytes) -> dict[str, Any]:
     """An upstream reply body → its JSON object, every choice checked as the call log's
-    readers check a message; ``ValueError`` naming what is wrong (the call is then a failed
-    one: logged, and answered with 502)."""
+    readers check a message and its usage as they parse it (:func:`forgetting.usage.parse_usage`);
+    ``ValueError`` naming what is wrong (the call is then a failed one: logged, and answered
+    with 502)."""
     data, strict = parse_json(body)
     problem = json_problem(data, text=not strict)
     if problem is not None:
@@ -174,6 +176,7 @@ def parse_reply(body: bytes) -> dict[str, Any]:
                 check_chat_message(message)
             choice.string("finish_reason")
         reply.mapping("usage")
+        parse_usage(data.get("usage"), "upstream reply")  # as the call log's readers will parse it
     except RunOutputError as exc:
         raise ValueError(str(exc)) from None
     if not choices:
