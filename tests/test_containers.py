@@ -19,6 +19,7 @@ import pytest
 import yaml
 from swebench.image_builder.image_spec import ImageSpec
 
+from forgetting import agents
 from forgetting.config import study_from_mapping
 from forgetting.containers import (
     IMAGE_NAMES,
@@ -91,13 +92,42 @@ def test_agent_and_evaluation_images_pin_what_the_package_pins():
         assert "workflow/schemas /opt/forgetting/workflow/schemas" in text and "-e /opt/forgetting" in text
 
 
+INSTALL_TRAE = ROOT / "scripts" / "install-trae-agent.sh"
+
+
 def test_trae_agent_is_its_git_repository_at_a_pinned_commit_on_python_3_12():
     text = definition_path("trae-agent").read_text()
-    assert "git clone https://github.com/bytedance/trae-agent.git" in text
+    parts = sections(text)
     assert text.count(TRAE_COMMIT) >= 4  # label, help, checkout variable, %test
-    assert 'git -C "$PREFIX/src" checkout --detach "$TRAE_COMMIT"' in text
-    assert "uv sync --frozen --no-dev --no-editable --python 3.12" in text  # the commit's own lock file
-    assert "sys.version_info[:2] == (3, 12)" in text and "trae-cli --help" in text
+    # the image is made by the script a workstation installs it with (the opt-in test's route)
+    assert "scripts/install-trae-agent.sh /opt/forgetting/install-trae-agent.sh" in parts["%files"]
+    assert "bash /opt/forgetting/install-trae-agent.sh /opt/trae-agent" in parts["%post"]
+    script = INSTALL_TRAE.read_text()
+    assert re.search(r"^TRAE_COMMIT=(\w+)", script, re.MULTILINE).group(1) == TRAE_COMMIT == agents.TRAE_COMMIT
+    assert "REPO=${TRAE_AGENT_REPO:-https://github.com/bytedance/trae-agent.git}" in script
+    assert 'git -C "$PREFIX/src" checkout --quiet --detach "$TRAE_COMMIT"' in script
+    assert "sys.version_info[:2] == (3, 12)" in parts["%test"] and "trae-cli --help" in parts["%test"]
+
+
+def test_trae_agent_image_installs_what_trae_cli_imports_at_startup():
+    """trae-cli imports ``docker`` and ``pexpect`` at startup (trae_agent.agent.base_agent ->
+    docker_manager), which only trae-agent's ``evaluation`` extra installs: without it,
+    ``trae-cli --help`` — the image's %test — fails with ModuleNotFoundError."""
+    script = INSTALL_TRAE.read_text()
+    sync = [line for line in script.splitlines() if " sync " in line]
+    assert len(sync) == 1
+    assert "--frozen --no-dev --no-editable --extra evaluation" in sync[0]  # the commit's own lock file
+    test = sections(definition_path("trae-agent").read_text())["%test"]
+    assert "python -c 'import docker, pexpect'" in test and "trae-cli run --help" in test
+    subprocess.run(["bash", "-n", str(INSTALL_TRAE)], check=True)
+
+
+def test_trae_agent_install_refuses_a_prefix_that_holds_one(tmp_path):
+    (tmp_path / "venv").mkdir()
+    done = subprocess.run(["bash", str(INSTALL_TRAE), str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {tmp_path} already holds an install")
+    done = subprocess.run(["bash", str(INSTALL_TRAE)], capture_output=True, text=True)
+    assert done.returncode != 0 and "usage: scripts/install-trae-agent.sh PREFIX" in done.stderr
 
 
 def test_vllm_image_pins_vllm_and_says_how_gh200_is_served():

@@ -33,6 +33,18 @@ MINI_SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 TRAE_COMMIT = "e839e559ac61bdd0e057c375dd1dee391fee797d"
 #: where the Trae agent's self-contained install lives inside the instance container
 TRAE_PREFIX = "/opt/trae-agent"
+#: Trae agent's default tools (its ``TraeAgentConfig.tools`` at that commit; the runner names
+#: them in the config so a change of defaults cannot change the study)
+TRAE_TOOLS: tuple[str, ...] = ("bash", "str_replace_based_edit_tool", "sequentialthinking", "task_done")
+#: Trae's file viewer and editor (``view``, ``create``, ``str_replace``, ``insert``; absolute paths)
+TRAE_EDIT_TOOL = "str_replace_based_edit_tool"
+#: the tool call that ends a Trae run: never executed; Trae accepts it as the run's end
+#: (``success``) unless ``--must-patch`` finds an empty ``git diff``, when it answers
+#: :data:`TRAE_EMPTY_PATCH` and the run goes on
+TRAE_FINISH_TOOL = "task_done"
+TRAE_EMPTY_PATCH = "ERROR! Your Patch is empty. Please provide a patch that fixes the problem."
+#: how Trae's user message names the project root, which its edit tool needs absolute paths under
+TRAE_ROOT_HEADER = "[Project root path]:"
 
 #: environment of the process, set before litellm or minisweagent is imported
 OFFLINE_ENV = {

@@ -217,6 +217,25 @@ def test_trae_config_points_its_chat_completions_provider_at_the_proxy():
     assert yaml.safe_load(yaml.safe_dump(config)) == config
 
 
+def test_trae_runs_a_replys_tool_calls_one_after_another():
+    """Trae runs a reply's tool calls concurrently under ``parallel_tool_calls: true``, and its
+    bash tool is one shell session: two bash calls in one reply then fail ("Session has not
+    started"), garble each other's output, and leave the session hung for the rest of the run
+    (seen with the real trae-cli at the pinned commit). The setting is Trae's own: the model
+    is not told."""
+    model = trae.trae_config(runner_settings(), "http://127.0.0.1:4100/v1")["models"]["study_model"]
+    assert model["parallel_tool_calls"] is False
+
+
+def test_trae_local_runs_have_the_demo_shell_of_mini_swe_agent(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/pipeline/src")
+    env = trae.agent_env(local=True, fixed_test_durations=True)
+    assert env["PYTEST_ADDOPTS"] == "-p forgetting_fixed_duration" and env["PYTHONPATH"].endswith("pytest_plugins")
+    assert env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1" and env["PATH"].startswith(str(Path(sys.executable).parent))
+    assert trae.agent_env(local=True)["PYTHONPATH"] == ""  # the task's code only, not this pipeline's
+    assert trae.agent_env(local=False)["PYTHONPATH"] == "/pipeline/src"  # the container starts clean
+
+
 def test_trae_command_line_inside_the_instance_image(tmp_path):
     settings = runner_settings(evaluation={"apptainer": {"executable": "apptainer"}},
                                agent={"trae": {"apptainer_image": "/img/trae.sif"}})

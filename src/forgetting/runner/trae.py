@@ -33,12 +33,13 @@ from typing import Any
 
 import yaml
 
-from forgetting.agents import TRAE_PREFIX
+from forgetting.agents import TRAE_PREFIX, TRAE_TOOLS
 from forgetting.atomic import write_text
 from forgetting.errors import ConfigError, RunOutputError
 from forgetting.layout import PATCH, TRAJECTORY
 from forgetting.records.trae import TraeTrajectory, parse_trae
 from forgetting.runner.context import RunContext
+from forgetting.runner.mini import shell_env
 from forgetting.runner.outcome import (
     CAPPED,
     CONTEXT_EXCEEDED,
@@ -57,7 +58,7 @@ MOUNT = "/forgetting-run"
 #: the name of the model provider entry in Trae's config
 PROVIDER = "forgetting_proxy"
 #: Trae's tools (its defaults, named so a change of defaults cannot change the study)
-TOOLS = ("bash", "str_replace_based_edit_tool", "sequentialthinking", "task_done")
+TOOLS = TRAE_TOOLS
 #: environment variables Trae prefers over its config file
 _PROVIDER_ENV = ("OPENROUTER_BASE_URL", "OPENROUTER_API_KEY")
 _EXCEEDED = "exceeded maximum steps"
@@ -87,7 +88,10 @@ def trae_config(settings: RunnerSettings, base_url: str) -> dict[str, Any]:
                 "top_p": 1,
                 "top_k": 0,
                 "max_retries": settings.trae.max_retries,
-                "parallel_tool_calls": True,
+                # Trae runs a reply's tool calls concurrently when true, and its bash tool is one
+                # shell session: two bash calls in one reply then garble each other's output and
+                # leave the session hung (docs/runs.md). The model is not told either way.
+                "parallel_tool_calls": False,
             }
         },
         "allow_mcp_servers": [],
@@ -141,12 +145,13 @@ def command(ctx: RunContext) -> list[str]:
     ]
 
 
-def agent_env(local: bool) -> dict[str, str]:
+def agent_env(local: bool, fixed_test_durations: bool = False) -> dict[str, str]:
+    """``trae-cli``'s environment, which its bash sessions inherit: locally (demo tasks) the
+    same shell environment as mini-swe-agent's local runs (this interpreter's Python first,
+    not this pipeline's ``PYTHONPATH``; ``agent.fixed_test_durations``' pytest plugin)."""
     env = {k: v for k, v in os.environ.items() if k not in _PROVIDER_ENV}
     if local:
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env.pop("PYTHONPATH", None)
+        env.update(shell_env({}, local=True, fixed_test_durations=fixed_test_durations))
     return env
 
 
@@ -189,7 +194,7 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
         process = subprocess.Popen(
             cmd,
             cwd=ctx.workspace.path if ctx.workspace.local else out,
-            env=agent_env(ctx.workspace.local),
+            env=agent_env(ctx.workspace.local, ctx.settings.fixed_test_durations),
             stdout=sys.stdout.fileno(),
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -1,8 +1,9 @@
 """Test support for the scripted model: the fixture task, a scratch git checkout of it, a
 small in-process driver that talks to the model the way mini-swe-agent 2.4.6 does (its real
 SWE-bench templates, observations rendered with its observation template, commands run for
-real in the checkout), and deletion functions that rewrite a history the way the deletion
-proxy does (placeholders, token removal), for tests that need no HTTP and no litellm."""
+real in the checkout) and one that runs it under Trae agent's loop (``drive_trae``), and
+deletion functions that rewrite a history the way the deletion proxy does (placeholders,
+token removal), for tests that need no HTTP and no litellm."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from forgetting.agents import action_syntax
 from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.demo.scripted import ScriptedModel, ScriptedSettings, TaskBook
 from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.fakes.trae_cli import TraeLoop
 
 TASKS = ROOT / "tests" / "data" / "scripted_tasks"
 TASK_ID = "demo__shopcart-1"
@@ -277,4 +279,54 @@ def drive(
             obs.update({"role": "tool", "tool_call_id": call_id} if call_id else {"role": "user"})
             run.messages.append(obs)
     run.exit = "LimitsExceeded"
+    return run
+
+
+# ---------------------------------------------------------------------------- Trae's loop
+@dataclass
+class TraeRun:
+    """A run of the scripted model under Trae's loop (the ``trae-cli`` test double's)."""
+
+    trajectory: dict[str, Any]
+    messages: list[dict[str, Any]]
+    responses: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[list[dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[str]:
+        return [r["scripted_stand_in"]["policy_step"] for r in self.responses]
+
+    @property
+    def calls(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every tool call, in order: (tool, arguments)."""
+        return [(c["name"], c["arguments"]) for it in self.trajectory["llm_interactions"]
+                for c in it["response"]["tool_calls"] or []]
+
+
+def drive_trae(
+    the_model: ScriptedModel,
+    repo: Path,
+    *,
+    delete: Deleter | None = None,
+    max_steps: int = 60,
+    must_patch: bool = True,
+    seed_header: str | None = None,
+    task_id: str = TASK_ID,
+    tasks: Path = TASKS,
+) -> TraeRun:
+    """Run the model against ``repo`` as Trae agent would (``fakes/trae_cli.TraeLoop``: its
+    tools, its ``[Project root path]`` task message, ``task_done`` under ``--must-patch``),
+    each request rewritten by ``delete`` as the deletion proxy would."""
+    run = TraeRun({}, [])
+
+    def model(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        sent = delete(messages) if delete else list(messages)
+        response = the_model.complete({"model": "scripted", "messages": sent, "tools": tools}, seed_header)
+        run.sent.append(sent)
+        run.responses.append(response)
+        return response
+
+    loop = TraeLoop(repo.resolve(), problem_statement(task_id, tasks), model, max_steps, must_patch, env=shell_env())
+    run.trajectory = loop.run("scripted")
+    run.messages = loop.messages
     return run

@@ -5,16 +5,29 @@ the conversation (actions are never deleted). So every command it builds here ca
 back: reads (``cat``, ``nl -ba … | sed -n 'a,bp'``, ``sed -n``, ``head``), edits (a Python
 heredoc doing an exact, checked replacement, or ``sed -i`` for one-line changes), test runs,
 reverts and the submission steps of mini-swe-agent's SWE-bench config.
+
+Where the agent offers them (Trae agent, :class:`Toolset`), it also calls tools other than
+``bash``: Trae's editor for views (``view``, with ``view_range`` for a line range) and edits
+(``str_replace``), and Trae's finishing tool ``task_done``. The policy handles every action
+as one string, so such a call is written ``TOOL {JSON arguments}`` with paths relative to the
+project root (:func:`tool_command`); :func:`tool_call` turns it into the call the agent gets
+(absolute paths, as Trae's editor requires) and :func:`command_of` reads a call back.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from forgetting.agents import MINI_SUBMIT_MARKER as SUBMIT_MARKER
+from forgetting.agents import TRAE_EDIT_TOOL as EDIT_TOOL
+from forgetting.agents import TRAE_FINISH_TOOL as FINISH_TOOL
+from forgetting.agents import TRAE_ROOT_HEADER
 from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
 
 PATCH_FILE = "patch.txt"
@@ -39,7 +52,104 @@ MAX_PAGES = 40
 
 
 def submit_diff(paths: tuple[str, ...]) -> str:
-    return f"git diff -- {' '.join(shlex.quote(p) for p in paths)} > {PATCH_FILE}"
+    return f"{check_diff(paths)} > {PATCH_FILE}"
+
+
+def check_diff(paths: tuple[str, ...]) -> str:
+    """The diff of the changed files, shown (with a finishing tool: the check before it)."""
+    return f"git diff -- {' '.join(shlex.quote(p) for p in paths)}"
+
+
+# ---------------------------------------------------------------------------- other tools
+#: the tools besides bash the stand-in calls, when offered
+OWN_TOOLS = (EDIT_TOOL, FINISH_TOOL)
+_ROOT = re.compile(rf"^{re.escape(TRAE_ROOT_HEADER)}\s*\n(/[^\n]*?)\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Toolset:
+    """What the agent offers beyond ``bash`` that the stand-in uses: Trae's editor (for views
+    and edits; usable only with the project root its absolute paths start from) and its
+    finishing tool. An agent with a finishing tool (Trae) returns tool results as plain
+    text: no return code and no ``<output>`` wrapper, as mini-swe-agent's have (``plain``)."""
+
+    editor: bool = False
+    finish: bool = False
+    root: str | None = None
+
+    @property
+    def plain(self) -> bool:
+        return self.finish
+
+    @classmethod
+    def offered(cls, tools: Sequence[Mapping[str, Any]] | None, task_text: str) -> Toolset:
+        """The toolset of a request: its ``tools`` and its task message (Trae names the
+        project root there, ``[Project root path]:`` and the path on the next line)."""
+        names = {str((t.get("function") or t).get("name", "")) for t in tools or () if isinstance(t, Mapping)}
+        m = _ROOT.search(task_text)
+        root = (m.group(1).rstrip("/") or "/") if m else None
+        return cls(editor=EDIT_TOOL in names and root is not None, finish=FINISH_TOOL in names, root=root)
+
+
+def tool_command(tool: str, arguments: Mapping[str, Any]) -> str:
+    """A call of ``tool`` as one action string: ``TOOL {JSON arguments}``."""
+    return f"{tool} {json.dumps(dict(arguments), ensure_ascii=False)}"
+
+
+def parse_tool_command(command: str) -> tuple[str, dict[str, Any]] | None:
+    """``(tool, arguments)`` of an action string made by :func:`tool_command`."""
+    tool, _, rest = command.strip().partition(" ")
+    if tool not in OWN_TOOLS or not rest.startswith("{"):
+        return None
+    try:
+        arguments = json.loads(rest)
+    except ValueError:
+        return None
+    return (tool, arguments) if isinstance(arguments, dict) else None
+
+
+TASK_DONE = tool_command(FINISH_TOOL, {})
+
+
+def view(path: str, lines: tuple[int, int] | None = None) -> str:
+    """The editor's ``view`` of a file (``path`` relative to the root), or of a line range."""
+    args: dict[str, Any] = {"command": "view", "path": path}
+    if lines is not None:
+        args["view_range"] = list(lines)
+    return tool_command(EDIT_TOOL, args)
+
+
+def str_replace(path: str, old: str, new: str) -> str:
+    """The editor's exact replacement (it refuses unless ``old`` occurs exactly once)."""
+    return tool_command(EDIT_TOOL, {"command": "str_replace", "path": path, "old_str": old, "new_str": new})
+
+
+def _moved(arguments: Mapping[str, Any], change: Any) -> dict[str, Any]:
+    args = dict(arguments)
+    if isinstance(args.get("path"), str):
+        args["path"] = change(args["path"])
+    return args
+
+
+def tool_call(command: str, root: str | None) -> tuple[str, dict[str, Any]] | None:
+    """The tool call an action string stands for (``path`` made absolute under ``root``);
+    None for a shell command."""
+    parsed = parse_tool_command(command)
+    if parsed is None:
+        return None
+    tool, args = parsed
+    if root is None:
+        return tool, args
+    return tool, _moved(args, lambda p: p if p.startswith("/") else f"{root.rstrip('/')}/{p}")
+
+
+def command_of(tool: str, arguments: Mapping[str, Any], root: str | None) -> str | None:
+    """The action string of one of :data:`OWN_TOOLS`' calls in a history (``path`` relative
+    to ``root`` again); None for any other tool."""
+    if tool not in OWN_TOOLS:
+        return None
+    prefix = f"{root.rstrip('/')}/" if root else None
+    return tool_command(tool, _moved(arguments, lambda p: p[len(prefix):] if prefix and p.startswith(prefix) else p))
 
 
 def revert(path: str) -> str:
@@ -72,7 +182,8 @@ def norm_path(path: str) -> str:
 @dataclass(frozen=True)
 class ReadCommand:
     path: str
-    numbered: bool  # output lines carry a line-number prefix (nl, cat -n)
+    numbered: bool  # output lines carry a line-number prefix (nl, cat -n, the editor's view)
+    lines: tuple[int, int] | None = None  # the line range an editor ``view`` shows
 
 
 _RANGE = re.compile(r"^\d+(,\d+)?p$")
@@ -80,6 +191,9 @@ _RANGE = re.compile(r"^\d+(,\d+)?p$")
 
 def parse_read(command: str) -> ReadCommand | None:
     """The file a read command shows, for the forms a careful agent uses."""
+    tool = parse_tool_command(command)
+    if tool is not None:
+        return _parse_view(tool[1]) if tool[0] == EDIT_TOOL else None
     parts = [p.strip() for p in command.split("|")]
     try:
         first = shlex.split(parts[0])
@@ -105,6 +219,15 @@ def parse_read(command: str) -> ReadCommand | None:
     if prog in ("head", "tail") and len(files) == 1:
         return ReadCommand(norm_path(files[0]), False)
     return None
+
+
+def _parse_view(args: Mapping[str, Any]) -> ReadCommand | None:
+    path, lines = args.get("path"), args.get("view_range")
+    if args.get("command") != "view" or not isinstance(path, str):
+        return None
+    if isinstance(lines, list) and len(lines) == 2 and all(isinstance(n, int) for n in lines):
+        return ReadCommand(norm_path(path), True, (lines[0], lines[1]))
+    return ReadCommand(norm_path(path), True)
 
 
 def _py_literal(text: str) -> str:
@@ -198,14 +321,29 @@ def all_edits(task: TaskKnowledge) -> tuple[Edit, ...]:
     return (*task.edits, *((task.wrong_first,) if task.wrong_first else ()))
 
 
+def _editor_edit(command: str) -> tuple[str, str, str] | None:
+    tool = parse_tool_command(command)
+    if tool is None or tool[0] != EDIT_TOOL or tool[1].get("command") != "str_replace":
+        return None
+    path, old, new = (tool[1].get(k) for k in ("path", "old_str", "new_str"))
+    if not (isinstance(path, str) and isinstance(old, str) and isinstance(new, str | None)):
+        return None
+    return norm_path(path), old, new or ""
+
+
 def classify(command: str, task: TaskKnowledge | None) -> Classified:
     cmd = command.strip()
-    if cmd.startswith(f"echo {SUBMIT_MARKER}"):
+    if cmd.startswith(f"echo {SUBMIT_MARKER}") or cmd == TASK_DONE:
         return Classified("submit_final")
     if cmd == CAT_PATCH:
         return Classified("submit_cat")
     if cmd.startswith("git diff") and cmd.endswith(f"> {PATCH_FILE}"):
         return Classified("submit_diff")
+    if cmd.startswith("git diff -- ") and ">" not in cmd:  # the check before a finishing tool
+        return Classified("submit_diff")
+    edited = _editor_edit(cmd)
+    if edited is not None:
+        return Classified("edit", edited[0], edit=edited)
     if cmd == REVIEW:
         return Classified("review")
     if cmd.startswith("git checkout -- "):

@@ -5,7 +5,9 @@ actions (never deleted) — and what came back for each action (possibly deleted
 message styles are read: tool calls with ``tool`` results, and text actions with ``user``
 observations — the model's own fenced blocks, in the fence it writes them
 (:func:`fenced_actions`: ``mswea_bash_command`` for mini-swe-agent 2.x prompts, ``bash`` as
-1.x asked).
+1.x asked). A call of a tool other than ``bash`` that the stand-in uses (Trae's editor, its
+finishing tool) is read back as the action string the stand-in issued it as
+(:func:`~forgetting.demo.scripted.commands.command_of`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from typing import Any
 
 from forgetting import messages as msgs
 from forgetting.chat_format import content_text
-from forgetting.demo.scripted.commands import Classified, classify
+from forgetting.demo.scripted.commands import Classified, Toolset, classify, command_of
 from forgetting.demo.scripted.knowledge import TaskKnowledge
+from forgetting.demo.scripted.observations import is_intact
 
 
 @dataclass(frozen=True)
@@ -29,10 +32,16 @@ class Step:
     command: str
     observation: str | None  # None when no output message answered it
     what: Classified
+    plain: bool = False  # the agent returns plain tool results (Trae), not mini-swe-agent's wrapper
 
     @property
     def kind(self) -> str:
         return self.what.kind
+
+    @property
+    def intact(self) -> bool:
+        """Whether the output visibly is whole (:func:`~.observations.is_intact`)."""
+        return is_intact(self.observation, self.plain)
 
 
 @dataclass(frozen=True)
@@ -69,10 +78,14 @@ def fenced_actions(fence: str) -> msgs.ActionSyntax:
 
 
 def reconstruct(
-    messages: Sequence[Mapping[str, Any]], task: TaskKnowledge | None, actions: msgs.ActionSyntax
+    messages: Sequence[Mapping[str, Any]],
+    task: TaskKnowledge | None,
+    actions: msgs.ActionSyntax,
+    tools: Toolset | None = None,
 ) -> Conversation:
     """The conversation of a request; ``actions``: the blocks the stand-in writes its text
-    actions in (:func:`fenced_actions`)."""
+    actions in (:func:`fenced_actions`); ``tools``: what the agent offers besides ``bash``."""
+    tools = tools or Toolset()
     seg = msgs.segment(messages)
     preamble = [messages[i] for i in seg.preamble]
     turns = []
@@ -83,14 +96,14 @@ def reconstruct(
         plain = [content_text(m) for m in observations if m.get("role") != "tool"]
         steps = []
         for k, action in enumerate(msgs.actions(assistant, actions)):
-            command = action.command or ""
+            command = command_of(action.tool, action.arguments, tools.root) or action.command or ""
             if action.call_id is not None and action.call_id in by_id:
                 obs: str | None = by_id[action.call_id]
             elif action.call_id is None and k < len(plain):
                 obs = plain[k]
             else:
                 obs = None
-            steps.append(Step(turn.index, command, obs, classify(command, task)))
+            steps.append(Step(turn.index, command, obs, classify(command, task), tools.plain))
         turns.append(TurnView(turn.index, msgs.reasoning_text(assistant, actions), tuple(steps)))
     return Conversation(
         task_text="\n".join(content_text(m) for m in preamble if m.get("role") == "user"),

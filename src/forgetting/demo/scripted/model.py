@@ -2,7 +2,8 @@
 
 A deterministic stand-in for the LLM, named as such in every response (``model``,
 ``system_fingerprint`` and a ``scripted_stand_in`` field). It answers in the style the
-request asks for: OpenAI tool calls (``tools`` given: ``tool_calls`` with the ``bash`` tool,
+request asks for: OpenAI tool calls (``tools`` given: ``tool_calls`` with the ``bash`` tool —
+and, where the agent offers them, Trae's editor and its finishing tool ``task_done`` —,
 reasoning in ``content``) or text actions (no tools: reasoning and one fenced
 ``mswea_bash_command`` block — or ``bash`` when the prompt asks for that, as 1.x did).
 ``usage`` holds real token counts in the model's chat format (Qwen vocabulary) and
@@ -19,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from forgetting import chat_format, tokenizer
+from forgetting.demo.scripted.commands import Toolset, tool_call
 from forgetting.demo.scripted.draws import Draws, run_key_for
 from forgetting.demo.scripted.history import fenced_actions, reconstruct, task_text_of
 from forgetting.demo.scripted.knowledge import TaskBook
@@ -68,8 +70,20 @@ def fence_of(messages: Sequence[Mapping[str, Any]]) -> str:
     return "mswea_bash_command" if "mswea_bash_command" in preamble else "bash"
 
 
+def _function(command: str, shell: str, toolset: Toolset) -> dict[str, str]:
+    """The function call of one action: a tool call the policy chose, else the shell tool."""
+    call = tool_call(command, toolset.root)
+    name, args = call if call is not None else (shell, {"command": command})
+    return {"name": name, "arguments": json.dumps(args)}
+
+
 def render(
-    decision: Decision, *, tools: Sequence[Mapping[str, Any]] | None, fence: str, id_seed: str
+    decision: Decision,
+    *,
+    tools: Sequence[Mapping[str, Any]] | None,
+    fence: str,
+    id_seed: str,
+    toolset: Toolset | None = None,
 ) -> dict:
     """The assistant message for a decision, in the requested style."""
     if tools:
@@ -78,7 +92,7 @@ def render(
             {
                 "id": "call_" + key_hex(id_seed, k)[:24],
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps({"command": c})},
+                "function": _function(c, name, toolset or Toolset()),
             }
             for k, c in enumerate(decision.commands)
         ]
@@ -122,11 +136,12 @@ class ScriptedModel:
         """The next decision and the id of the task it was identified as ('' when unknown)."""
         task_text = task_text_of(messages)
         task = self.book.identify(task_text)
-        conversation = reconstruct(messages, task, fenced_actions(fence_of(messages)))
+        toolset = Toolset.offered(tools, task_text)
+        conversation = reconstruct(messages, task, fenced_actions(fence_of(messages)), toolset)
         draws = Draws(self.settings.seed, run_key_for(seed_header, task_text), conversation.call_index)
         if task is None:
-            return unknown_task(), ""
-        policy = Policy(task, conversation, draws, self.settings, multi_call=bool(tools))
+            return unknown_task(toolset), ""
+        policy = Policy(task, conversation, draws, self.settings, multi_call=bool(tools), tools=toolset)
         return policy.decide(), task.instance_id
 
     def complete(self, request: Mapping[str, Any], seed_header: str | None = None) -> dict[str, Any]:
@@ -136,7 +151,13 @@ class ScriptedModel:
         task_text = task_text_of(messages)
         run_key = run_key_for(seed_header, task_text)
         n_assistant = sum(1 for m in messages if m.get("role") == "assistant")
-        message = render(decision, tools=tools, fence=fence_of(messages), id_seed=f"{run_key}/{n_assistant + 1}")
+        message = render(
+            decision,
+            tools=tools,
+            fence=fence_of(messages),
+            id_seed=f"{run_key}/{n_assistant + 1}",
+            toolset=Toolset.offered(tools, task_text),
+        )
 
         completion = chat_format.completion_token_ids(message)
         finish = "tool_calls" if tools else "stop"

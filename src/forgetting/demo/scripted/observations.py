@@ -4,8 +4,10 @@ mini-swe-agent renders an observation as ``<returncode>N</returncode>`` followed
 ``<output>…</output>`` (or, for long output, ``<output_head>``/``<output_tail>`` around an
 elided middle). After the deletion proxy an observation may be a short placeholder
 (turn-level deletion) or the same text with a share of its tokens removed (token-level
-deletion). Nothing here knows which configuration is active: the model judges only by what
-is in front of it.
+deletion). Trae agent's tool results are plain text (``plain``): the output, then any
+standard error after ``Tool call failed with error:``; its editor's ``view`` is a header line
+and the file's lines numbered as by ``cat -n``. Nothing here knows which configuration is
+active: the model judges only by what is in front of it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ _INTACT = re.compile(
     re.DOTALL,
 )
 _LINE_NUMBER = re.compile(r"^ *\d+\t", re.MULTILINE)
+_BARE_LAST_NUMBER = re.compile(r"\n *\d+\Z")
+_NUMBERED = re.compile(r" *(\d+)(?:\t|$)")  # a last, empty line loses its tab to Trae's strip()
+#: the header line of Trae's editor ``view`` (and of its edit's snippet)
+_VIEW_HEADER = re.compile(r"Here's the result of running `cat -n` on [^\n]*:")
+#: Trae's editor: an applied edit, and a refused one
+_EDITED = re.compile(r"The file \S+ has been edited\. ")
+_NOT_EDITED = "No replacement was performed"
 
 
 def returncode(observation: str | None) -> int | None:
@@ -48,6 +57,10 @@ def outcome(observation: str | None) -> bool | None:
     if rc is not None:
         return rc == 0
     text = observation or ""
+    if _NOT_EDITED in text:
+        return False
+    if _EDITED.match(text):
+        return True
     if _FAILED.search(text):
         return False
     if _PASSED.search(text):
@@ -55,9 +68,25 @@ def outcome(observation: str | None) -> bool | None:
     return None
 
 
-def is_intact(observation: str | None) -> bool:
-    """Whether the observation still has mini-swe-agent's complete structure."""
-    return bool(observation) and _INTACT.fullmatch(observation) is not None
+def is_intact(observation: str | None, plain: bool = False) -> bool:
+    """Whether the observation still has mini-swe-agent's complete structure; for ``plain``
+    results (Trae) whether it is a complete numbered listing (the editor's ``view`` or
+    ``nl -ba``: every line numbered, the numbers consecutive) — of other plain output
+    nothing shows whether it is whole."""
+    if not observation:
+        return False
+    if not plain:
+        return _INTACT.fullmatch(observation) is not None
+    lines = observation.split("\n")
+    if _VIEW_HEADER.fullmatch(lines[0]):
+        lines = lines[1:]
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    numbers = [m.group(1) if (m := _NUMBERED.match(line)) else None for line in lines]
+    if not numbers or None in numbers:
+        return False
+    first = int(numbers[0] or 0)
+    return all(int(n or 0) == first + k for k, n in enumerate(numbers))
 
 
 def was_truncated(observation: str | None) -> bool:
@@ -77,8 +106,12 @@ def body(observation: str | None) -> str:
 
 
 def file_text(observation: str | None, numbered: bool) -> str:
-    """What a read shows of the file: its output with any line-number prefixes removed."""
+    """What a read shows of the file: its output with any line-number prefixes (and the
+    header line of Trae's editor ``view``) removed."""
     text = body(observation)
+    if (m := _VIEW_HEADER.match(text)) and text[m.end() : m.end() + 1] == "\n":
+        # the view's last line, empty in a file that ends with a newline, lost its tab to strip()
+        text = _BARE_LAST_NUMBER.sub("\n", text[m.end() + 1 :])
     return _LINE_NUMBER.sub("", text) if numbered else text
 
 

@@ -20,6 +20,11 @@ is visible in an earlier read output of that file. Otherwise
 With ``reasoning_memory`` its diagnosis counts only while the reasoning that states it is
 visible; once deleted, it re-orients (``git diff`` and a restated diagnosis) before it
 continues editing or testing.
+
+It uses the tools the agent offers (:class:`~forgetting.demo.scripted.commands.Toolset`):
+with Trae's editor it reads files with ``view`` and edits with ``str_replace``; with Trae's
+finishing tool it ends by checking the diff and calling ``task_done`` instead of
+mini-swe-agent's submission commands.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 
 import forgetting.demo.scripted.commands as cmds
 import forgetting.demo.scripted.reasoning as say
+from forgetting.demo.scripted.commands import Toolset
 from forgetting.demo.scripted.draws import Draws
 from forgetting.demo.scripted.history import Conversation, Step
 from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge, words
@@ -38,7 +44,6 @@ from forgetting.demo.scripted.observations import (
     covered,
     file_text,
     fragment_guess,
-    is_intact,
     outcome,
     word_share,
 )
@@ -64,8 +69,9 @@ class EditState:
     views_from: int = 0  # read outputs after this turn still describe the file
 
 
-def unknown_task() -> Decision:
-    return Decision(say.unknown_task(), (cmds.SUBMIT_EMPTY,), "unknown_task")
+def unknown_task(tools: Toolset | None = None) -> Decision:
+    finish = cmds.TASK_DONE if tools is not None and tools.finish else cmds.SUBMIT_EMPTY
+    return Decision(say.unknown_task(), (finish,), "unknown_task")
 
 
 class Policy:
@@ -77,8 +83,10 @@ class Policy:
         settings: ScriptedSettings,
         *,
         multi_call: bool,
+        tools: Toolset | None = None,
     ) -> None:
         self.task = task
+        self.tools = tools or Toolset()
         self.conv = conversation
         self.draws = draws
         self.s = settings
@@ -100,6 +108,8 @@ class Policy:
         return self.conv.turns[-1].steps if self.conv.turns else ()
 
     def read_cmd(self, spec: ReadSpec) -> str:
+        if self.tools.editor:
+            return cmds.view(spec.path, spec.lines)
         return cmds.read_command(spec, self.full_style, self.range_style)
 
     def reads_of(self, path: str, after: int = 0) -> list[Step]:
@@ -129,6 +139,8 @@ class Policy:
         started = [i for i, st in enumerate(self.steps) if st.kind == "submit_diff"]
         if not started:
             return None
+        if self.tools.finish:  # the diff has been checked: done
+            return Decision(say.finish(self.last_steps), (cmds.TASK_DONE,), "submit")
         after = [st.kind for st in self.steps[started[-1] + 1 :]]
         if "submit_cat" not in after:
             return Decision(say.check_patch(self.draws, self.last_steps), (cmds.CAT_PATCH,), "submit_cat")
@@ -143,6 +155,8 @@ class Policy:
             if st.what.read is None or st.what.path != spec.path or st.kind == "detour":
                 continue
             if spec.lines is None or f"{spec.lines[0]},{spec.lines[1]}p" in st.command:
+                return st
+            if st.what.read.lines == spec.lines:  # the editor's view of that range
                 return st
         return None
 
@@ -212,15 +226,20 @@ class Policy:
         if failing is not None:  # every edit is confirmed, yet the tests fail: out of ideas
             return self._start_submission(paths, say.tests_keep_failing(self.draws, failing), "give_up")
         if self.skip_tests:
-            return self._start_submission(paths, say.submit_untested(self.draws, self.task), "submit_diff")
+            return self._start_submission(
+                paths, say.submit_untested(self.draws, self.task, self.tools.finish), "submit_diff"
+            )
         if latest_test is None:
             return self._reorient(epoch) or Decision(
                 say.run_tests(self.draws, self.task, self.last_steps), (self.task.test,), "test"
             )
-        return self._start_submission(paths, say.tests_done(self.draws, latest_test, test_ok), "submit_diff")
+        return self._start_submission(
+            paths, say.tests_done(self.draws, latest_test, test_ok, self.tools.finish), "submit_diff"
+        )
 
     def _start_submission(self, paths: tuple[str, ...], reasoning: str, step: str) -> Decision:
-        return Decision(reasoning, (cmds.submit_diff(paths),), step)
+        first = cmds.check_diff(paths) if self.tools.finish else cmds.submit_diff(paths)
+        return Decision(reasoning, (first,), step)
 
     def _edit_state(
         self, edit: Edit, attempts: Sequence[Step], failing: Step | None, epoch: int
@@ -252,7 +271,7 @@ class Policy:
         """A complete read of the file that does not contain the text (wrong range, or
         a long output cut short): not a loss of memory, so not a re-fetch that counts."""
         seen = self.shows(read)
-        return is_intact(read.observation) and edit.old not in seen and edit.new not in seen
+        return read.intact and edit.old not in seen and edit.new not in seen
 
     def _handle_edit(
         self,
@@ -271,7 +290,7 @@ class Policy:
                     return reorient
                 return self._edit(edit, edit.old, "edit", read, first_of_epoch)
 
-        partial = [r for r in views if not is_intact(r.observation)]
+        partial = [r for r in views if not r.intact]
         texts = [self.shows(r) for r in partial]
         if len(partial) > 1 and all(covered(edit.old, texts)):
             return self._edit(edit, edit.old, "pieced_edit", partial[-1], first_of_epoch, reads=len(partial))
@@ -356,9 +375,12 @@ class Policy:
     def _edit(
         self, edit: Edit, old: str, step: str, seen: Step | None, first: bool, reads: int = 0
     ) -> Decision:
-        sed = cmds.sed_edit(edit.path, old, edit.new) if step == "edit" else None
-        use_sed = sed is not None and self.draws.call("edit_style") < 0.5
-        command = sed if use_sed and sed is not None else cmds.python_edit(edit.path, old, edit.new)
+        if self.tools.editor:
+            command, use_sed = cmds.str_replace(edit.path, old, edit.new), False
+        else:
+            sed = cmds.sed_edit(edit.path, old, edit.new) if step == "edit" else None
+            use_sed = sed is not None and self.draws.call("edit_style") < 0.5
+            command = sed if use_sed and sed is not None else cmds.python_edit(edit.path, old, edit.new)
         seen_text = self.shows(seen) if seen is not None else ""
         text = say.edit(self.draws, self.diagnosis, edit, step, seen_text, first, reads, checked=not use_sed)
         return Decision(text, (command,), step)

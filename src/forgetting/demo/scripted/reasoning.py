@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from forgetting.demo.scripted.draws import Draws
 from forgetting.demo.scripted.history import Step
 from forgetting.demo.scripted.knowledge import Edit, ReadSpec, TaskKnowledge
-from forgetting.demo.scripted.observations import body, file_text, first_line, is_intact, last_line, returncode
+from forgetting.demo.scripted.observations import body, file_text, first_line, last_line, returncode
 
 
 def _issue_gist(task: TaskKnowledge) -> str:
@@ -40,7 +40,7 @@ def glimpse(steps: Sequence[Step]) -> str:
     obs = step.observation
     if obs is None:
         return ""
-    if not is_intact(obs):
+    if not step.intact and not (step.plain and step.what.read is None):  # plain output: no telling
         if returncode(obs) is None and len(obs) < 80:
             return "The output of my last command is no longer in my context."
         return "Only parts of the output of my last command are still in my context."
@@ -192,19 +192,26 @@ def run_tests(draws: Draws, task: TaskKnowledge, last: Sequence[Step]) -> str:
     return " ".join(p for p in (seen, plan) if p)
 
 
-def tests_done(draws: Draws, test: Step, ok: bool | None) -> str:
+_WRITE_PATCH = "writing the patch of the source files I changed to patch.txt."
+_CHECK_DIFF = "checking the diff of the source files I changed before I finish."
+
+
+def tests_done(draws: Draws, test: Step, ok: bool | None, finish: bool = False) -> str:
+    """``finish``: the agent has a finishing tool (the diff is checked, not written out)."""
     if ok:
         result = last_line(body(test.observation))
         seen = f"The tests pass (`{result}`)." if result else "The tests pass."
     else:
         seen = "I can no longer see the test output, but my edits went in as planned."
+    if finish:
+        return seen + " I'll check the diff of the source files I changed before I finish."
     return seen + " I'll write the patch of the source files I changed to patch.txt."
 
 
-def submit_untested(draws: Draws, task: TaskKnowledge) -> str:
+def submit_untested(draws: Draws, task: TaskKnowledge, finish: bool = False) -> str:
     return (
         f"The fix is straightforward: {task.summary}. I'm confident in the change, so I'll go straight to "
-        "writing the patch of the source files I changed to patch.txt."
+        + (_CHECK_DIFF if finish else _WRITE_PATCH)
     )
 
 
@@ -248,7 +255,7 @@ def check_patch(draws: Draws, last: Sequence[Step]) -> str:
 
 def submit(draws: Draws, last: Sequence[Step]) -> str:
     shown = ""
-    if last and last[-1].observation and is_intact(last[-1].observation):
+    if last and last[-1].observation and last[-1].intact:
         for line in body(last[-1].observation).splitlines():
             if line.startswith("+++ "):
                 shown = line
@@ -256,3 +263,13 @@ def submit(draws: Draws, last: Sequence[Step]) -> str:
     if shown:
         return f"The patch looks right (`{shown}`) and contains only my source changes. Submitting."
     return "The patch is written. Submitting it now."
+
+
+def finish(last: Sequence[Step]) -> str:
+    """Calling the agent's finishing tool after checking the diff (the last step)."""
+    shown = ""
+    if last and last[-1].observation:
+        shown = next((ln for ln in body(last[-1].observation).splitlines() if ln.startswith("+++ ")), "")
+    if shown:
+        return f"The diff looks right (`{shown}`) and contains only my source changes. The task is done."
+    return "I have nothing more to change; I am finishing the task."
