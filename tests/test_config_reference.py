@@ -40,10 +40,13 @@ def test_a_row_is_made_of_the_schema_and_follows_it():
     schema = copy.deepcopy(load_schema())
     spec = schema["properties"]["execution"]["properties"]["proxy"]["properties"]["retries"]
     row = _row(table(["execution.proxy"], set(), schema), "retries")
-    assert row == f"| `retries` | integer ≥ 0 | 4 | {spec['description']} |"
+    assert row == f"| `retries` | integer in [0, {spec['maximum']}] | 4 | {spec['description']} |"
     spec.update(default=7, maximum=9, description="tries | again")
     row = _row(table(["execution.proxy"], set(), schema), "retries")
     assert row == "| `retries` | integer in [0, 9] | 7 | tries \\| again |"
+    del spec["maximum"]
+    row = _row(table(["execution.proxy"], set(), schema), "retries")
+    assert row == "| `retries` | integer ≥ 0 | 7 | tries \\| again |"
 
 
 def test_defaults_by_another_key_and_aliases_are_shown_once():
@@ -56,7 +59,8 @@ def test_defaults_by_another_key_and_aliases_are_shown_once():
 
 def test_check_names_the_command_that_regenerates(tmp_path):
     stale = tmp_path / "README.md"
-    stale.write_text(README.read_text(encoding="utf-8").replace("| integer ≥ 0 | 4 |", "| integer ≥ 0 | 5 |", 1))
+    text = README.read_text(encoding="utf-8")
+    stale.write_text(text.replace("| integer in [0, 100] | 4 |", "| integer in [0, 100] | 5 |", 1))
     module = [sys.executable, "-m", "forgetting.config_reference"]
     done = subprocess.run([*module, "--check", str(stale)], capture_output=True, text=True, env=cli_env())
     assert done.returncode == 1 and COMMAND in done.stderr

@@ -37,6 +37,22 @@ def test_every_key_has_a_description():
     assert missing == []
 
 
+def test_every_count_and_number_has_a_maximum():
+    """A count without a bound (``repeats: 1000000000``) would allocate without bound."""
+    numeric = [(key, sub) for key, sub in _keys(load_schema()) if sub.get("type") in ("integer", "number")]
+    unbounded = [key for key, sub in numeric if "maximum" not in sub and "exclusiveMaximum" not in sub]
+    assert numeric and unbounded == []
+
+
+def test_a_study_planning_more_runs_than_the_limit_is_refused_before_its_plan(tmp_path):
+    from forgetting.config import MAX_RUNS, load_study
+    from forgetting.errors import ConfigError
+
+    root = SRC.parent.parent
+    with pytest.raises(ConfigError, match=f"at most {MAX_RUNS:,}"):
+        load_study(root / "config/config.yaml", {"repeats": {"baseline": 1000, "deletion": 1000}})
+
+
 def test_a_default_is_either_fixed_or_described_not_both():
     both = [key for key, sub in _keys(load_schema()) if "default" in sub and "x-default" in sub]
     assert both == []

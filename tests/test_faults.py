@@ -326,7 +326,7 @@ NEGATIVE = "per_million_tokens:\n  input: -0.45\n  cached_input: 0.09\n  output:
 @pytest.mark.parametrize("sheet,profiles,words", [
     (NEGATIVE, None, "cheap.yaml: per_million_tokens.input must be ≥ 0 (got -0.45)"),
     (None, None, "cheap.yaml: no pricing profile 'cheap'; available in"),
-    ("per_million_tokens: {input: 0.4, cached_input: [\n", None, "cheap.yaml: not valid YAML"),
+    ("per_million_tokens: {input: 0.4, cached_input: [\n", None, "cheap.yaml: line 2: not valid YAML"),
 ])
 def test_a_bad_price_sheet_stops_the_study_before_any_job(tmp_path, run_cli, sheet, profiles, words):
     config = pricing_config(tmp_path, sheet, profiles)

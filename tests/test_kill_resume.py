@@ -80,9 +80,16 @@ def test_collection_killed_after_its_first_datasets(paper_small, reference, tmp_
     batches = digest(layout.results / "batches")
     proc = killed("collect", str(config), at="collect.dataset@2")
     assert proc.returncode == KILLED
-    assert sorted(p.name for p in layout.datasets.glob("*.parquet")) == ["calls.parquet", "runs.parquet"]
+    # the datasets are replaced as a set once all are written: none is in place, each one staged
+    assert not list(layout.datasets.glob("*.parquet"))
+    assert len(list(layout.datasets.glob(".*.parquet.*.tmp"))) == 5
     cli("collect", str(config))
     assert digest(layout.results / "batches") == batches  # no batch analysis redone
+    assert digest(layout.datasets) == digest(reference / "datasets")
+    assert not list(layout.datasets.glob(".*.tmp"))  # the killed attempt's staged files are gone
+    # killed again with the datasets in place: the last good ones stay as they were
+    proc = killed("collect", str(config), at="collect.dataset@4")
+    assert proc.returncode == KILLED
     assert digest(layout.datasets) == digest(reference / "datasets")
     cli("report", str(config))
     assert digest(layout.tables) == digest(reference / "tables")

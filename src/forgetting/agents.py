@@ -18,9 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forgetting.errors import ConfigError
+from forgetting.inputs import read_yaml
 from forgetting.messages import ActionSyntax
 
 #: mini-swe-agent's own benchmark configs: tool calling (the study's) and text actions
@@ -78,8 +77,14 @@ def config_path(agent: str, config_file: Path | None = None) -> Path:
 
 
 def load_config(agent: str, config_file: Path | None = None) -> dict[str, Any]:
-    with open(config_path(agent, config_file), encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    """The mini-swe-agent config file ``agent`` runs with, parsed (a bad file is one line)."""
+    path = config_path(agent, config_file)
+    data = read_yaml(path, what=f"agent.{agent}.config_file", error=ConfigError)
+    if not isinstance(data, dict):
+        raise ConfigError(f"agent.{agent}.config_file: {path}: a mini-swe-agent config must be a mapping")
+    if not isinstance(data.get("model") or {}, dict):
+        raise ConfigError(f"agent.{agent}.config_file: {path}: model must be a mapping")
+    return data
 
 
 def own_model_section(config: dict[str, Any]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
         raise MissingStageOutput(f"{path}: {what} not found")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise MissingStageOutput(f"{path}: {what} is not readable JSON ({exc})") from None
     if not isinstance(data, dict):
         raise MissingStageOutput(f"{path}: {what} is not a JSON object")

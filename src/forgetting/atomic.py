@@ -1,34 +1,82 @@
-"""Atomic writes: a reader sees the old file or the new one, never half of one."""
+"""Atomic writes: a reader sees the old file or the new one, never half of one.
+
+The new file gets the mode any other new file gets (0666 less the umask), not a temporary
+file's 0600: a study's outputs stay readable by whoever the umask lets read them.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
+
+
+def _temp_beside(target: Path) -> Path:
+    """A new empty file ``.NAME.XXXXXXXX.tmp`` beside ``target``, created with mode 0666 less
+    the umask (as ``open(..., "w")`` would create ``target``)."""
+    while True:
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is renamed onto ``path``.
 
-    On an exception the temporary file is removed and ``path`` is left as it was.
+    On an exception the temporary file is removed and ``path`` is left as it was. A ``path``
+    that is a directory is refused before anything is written.
     """
     target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp_path = Path(tmp)
+    tmp_path = _temp_beside(target)
     try:
         yield tmp_path
         os.replace(tmp_path, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def atomic_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]]:
+    """Yield a temporary path beside each of ``paths``; when the body succeeds, every one is
+    renamed onto its path — only then, after all of them are written, so a failure or a kill
+    before that leaves each of ``paths`` as it was (a set of files replaced as a whole: the
+    last good set stays until a new one is complete). Temporary files an earlier, killed
+    attempt left beside ``paths`` are removed first."""
+    targets = [Path(p) for p in paths]
+    for target in targets:
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+    temps: list[Path] = []
+    try:
+        temps.extend(_temp_beside(t) for t in targets)
+        yield list(temps)
+        for tmp, target in zip(temps, targets, strict=True):
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
         raise
 
 

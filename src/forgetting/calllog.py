@@ -41,6 +41,7 @@ import orjson
 from forgetting import chat_format
 from forgetting.errors import RunOutputError
 from forgetting.records import PartDeletion
+from forgetting.records.calllog_fields import check_call, check_header, check_segment
 from forgetting.usage import Usage, parse_usage
 
 FORMAT = "forgetting-calllog/1"
@@ -61,6 +62,16 @@ def _memo_json(value: Any) -> bytes | str:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """A call's prompt ready to log (:meth:`CallLogWriter.prepare`)."""
+
+    keys: list[str]
+    tools_id: str | None
+    #: segment key → its record, for the segments not logged when it was prepared
+    new: dict[str, dict[str, Any]]
 
 
 class CallLogWriter:
@@ -97,16 +108,38 @@ class CallLogWriter:
             self._write({"type": "header", "format": FORMAT, "created": stamp, **header})
 
     def _write(self, record: Mapping[str, Any]) -> None:
-        self._fh.write(_dumps(record) + "\n")
+        try:
+            self._fh.write(_dumps(record) + "\n")
+        except UnicodeEncodeError:  # a lone surrogate: JSON can write it escaped, UTF-8 cannot
+            self._fh.write(json.dumps(record, ensure_ascii=True, separators=(",", ":"), sort_keys=True) + "\n")
         self._fh.flush()
         if self._fsync:
             os.fsync(self._fh.fileno())
 
+    def prepare(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> PreparedPrompt:
+        """A call's prompt made ready to log: its segment keys, and the records of the segments
+        not logged yet, token ids and all. The proxy prepares a request's prompt *before* it
+        forwards the request, so whatever fails on it fails before the call is served."""
+        plan = chat_format.segment_plan(messages, tools)
+        with self._lock:
+            keys = self._segment_keys(plan)
+            new: dict[str, dict[str, Any]] = {}
+            for key, (m, c, i) in zip(keys, plan, strict=True):
+                if key not in self._seen and key not in new:
+                    ids = chat_format.segment_ids(m, c, tools if c.tools_id else None)
+                    msg = dict(m) if i is not None else {**m, "implicit": True}
+                    record = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids)}
+                    new[key] = {**record, "token_ids": ids}
+        return PreparedPrompt(keys, chat_format.tools_id(tools), new)
+
     def append_call(
         self,
         *,
-        messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        prompt: PreparedPrompt | None = None,
         params: Mapping[str, Any],
         deleted: Sequence[PartDeletion],
         response: Mapping[str, Any] | None,
@@ -118,17 +151,16 @@ class CallLogWriter:
         attempts: int = 1,
         extra: Mapping[str, Any] | None = None,
     ) -> int | None:
-        """Log one call (its prompt's new segments first); return its index (None if failed)."""
-        plan = chat_format.segment_plan(messages, tools)
+        """Log one call (its prompt's new segments first); return its index (None if failed).
+        The prompt is ``prompt`` (:meth:`prepare`), else ``messages`` and ``tools``."""
+        if prompt is None:
+            prompt = self.prepare(messages or [], tools)
+        keys = prompt.keys
         ok = status == 200 and error is None
         with self._lock:
-            keys = self._segment_keys(plan)
-            for key, (m, c, i) in zip(keys, plan, strict=True):
+            for key, segment in prompt.new.items():
                 if key not in self._seen:
-                    ids = chat_format.segment_ids(m, c, tools if c.tools_id else None)
-                    msg = dict(m) if i is not None else {**m, "implicit": True}
-                    record = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids)}
-                    self._write({**record, "token_ids": ids})
+                    self._write(segment)
                     self._seen.add(key)
             index = None
             if ok:
@@ -142,7 +174,7 @@ class CallLogWriter:
                 "t_response": t_response,
                 "latency_ms": round((t_response - t_request) * 1000.0, 3),
                 "segments": keys,
-                "tools": chat_format.tools_id(tools),
+                "tools": prompt.tools_id,
                 "params": dict(params),
                 "deleted": [d.to_json() for d in deleted],
                 "response": dict(response) if response is not None else None,
@@ -344,7 +376,7 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
             rec = _loads(line)
             if not isinstance(rec, dict):
                 raise ValueError("not an object")
-        except ValueError:
+        except (ValueError, RecursionError):
             if last and not complete_end:
                 if not allow_torn:
                     raise TornCallLog(p, n, len(calls)) from None
@@ -359,31 +391,38 @@ def _read_call_log(p: Path, allow_torn: bool) -> CallLog:
             torn_line = n
             break
         kind = rec.get("type")
+        if not isinstance(rec.get("ok", True), bool):
+            raise RunOutputError(
+                f"{p}: line {n}: 'ok' is {rec['ok']!r}, expected true or false; the call log is corrupt"
+            )
         if kind == "header":
             if rec.get("format") != FORMAT:
                 raise RunOutputError(f"{p}: unknown call-log format {rec.get('format')!r} (expected {FORMAT})")
+            check_header(rec, p, n)
             header = rec
         elif kind == "segment":
-            segments[rec["key"]] = SegmentRecord(rec["key"], rec["message"], rec["token_ids"])
+            key, message, token_ids = check_segment(rec, p, n)
+            segments[key] = SegmentRecord(key, message, token_ids)
         elif kind == "call":
-            if not rec.get("ok", True):
+            if rec.get("ok", True) is not True:
                 failed.append(rec)
                 continue
-            missing = [k for k in rec["segments"] if k not in segments]
+            c = check_call(rec, p, n)
+            missing = [k for k in c.segments if k not in segments]
             if missing:
                 raise RunOutputError(f"{p}: line {n}: call refers to unknown segment {missing[0]}")
             where = f"{p}: line {n} (call {rec.get('index')})"
             calls.append(
                 CallRecord(
-                    index=int(rec["index"]),
-                    t_request=float(rec["t_request"]),
-                    t_response=float(rec["t_response"]),
-                    segments=list(rec["segments"]),
-                    params=rec.get("params") or {},
+                    index=c.index,
+                    t_request=c.t_request,
+                    t_response=c.t_response,
+                    segments=c.segments,
+                    params=c.params,
                     deleted=_deleted(rec, where),
-                    response=rec.get("response") or {},
-                    usage=parse_usage(rec.get("usage"), where),
-                    attempts=int(rec.get("attempts", 1)),
+                    response=c.response,
+                    usage=parse_usage(c.usage, where),
+                    attempts=c.attempts,
                 )
             )
         else:

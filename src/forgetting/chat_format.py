@@ -84,7 +84,7 @@ def _tool_call_arguments(call: Mapping[str, Any]) -> list[tuple[str, str]]:
     else:
         try:
             args = json.loads(raw) if raw else {}
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             return [("arguments", str(raw))]
     if not isinstance(args, Mapping):
         return [("arguments", str(raw))]

@@ -4,7 +4,10 @@ Each batch directory ``results/…/batches/{agent}/{configuration}/{batch}/`` ho
 ``summary.parquet`` (one row per run), ``calls.parquet``, ``tool_calls.parquet``,
 ``run_costs.parquet`` and, when the analysis wrote it, ``timings.parquet``. Collection checks
 them against the run plan and writes ``results/…/datasets/{runs,calls,tool_calls,run_costs,
-timings}.parquet`` with the declared schemas, sorted in plan order, each file atomically.
+timings}.parquet`` with the declared schemas, sorted in plan order. The datasets are replaced
+as a set, and only once every new one is complete: a collection that stops on a bad run, fails
+or is killed leaves the last good datasets as they were (the workflow's ``collect`` rule flags
+them ``update``, so Snakemake does not delete them before the job either).
 
 Every planned run must be accounted for. A run is *missing* when its batch file is absent,
 unreadable, off-schema, breaks its declared key (two rows for one run, one call, …) or holds
@@ -36,13 +39,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from forgetting.atomic import atomic_paths
 from forgetting.config import Study
 from forgetting.errors import RunOutputError, UserError
 from forgetting.evaluation.report import is_eval_error
 from forgetting.faults import checkpoint
 from forgetting.layout import Layout
 from forgetting.plan import Batch, Run, plan_batches, plan_runs
-from forgetting.schemas import DATASETS, RUNS_SCHEMA, read_dataset, write_dataset
+from forgetting.schemas import DATASETS, RUNS_SCHEMA, checked_dataset, read_dataset, write_table
 from forgetting.stagelog import StageLog
 from forgetting.stats.settings import settings_of
 
@@ -241,13 +245,19 @@ def collect(
         if report.missing:
             rows = [_missing_row(by_id[rid], reason) for rid, reason in report.missing]
             parts["runs"].append(pa.Table.from_pylist(rows, schema=RUNS_SCHEMA))
-        for name, schema in DATASETS.items():
-            if name not in paths:
-                continue
+        names = [name for name in DATASETS if name in paths]
+        # the datasets are replaced as a set, once every new one is written: a collection that
+        # fails or is killed on the way leaves the last good datasets in place
+        tables = {}
+        for name in names:
+            schema = DATASETS[name]
             table = pa.concat_tables(parts[name]) if parts[name] else schema.empty_table()
-            write_dataset(_sorted(table, name, order), paths[name], schema)
-            report.outputs[name] = paths[name]
-            checkpoint("collect.dataset")
+            tables[name] = checked_dataset(_sorted(table, name, order), paths[name], schema)
+        with atomic_paths([paths[name] for name in names]) as temps:
+            for name, tmp in zip(names, temps, strict=True):
+                write_table(tables[name], tmp)
+                checkpoint("collect.dataset")
+        report.outputs.update((name, paths[name]) for name in names)
         out.line(
             f"collected {report.collected} of {report.planned} planned runs"
             + (f" ({len(report.missing)} marked missing)" if report.missing else "")

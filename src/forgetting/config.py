@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from forgetting import inputs
 from forgetting.behaviour.rules import load_rules
 from forgetting.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
 from forgetting.config_schema import error_line, fill_defaults, first_error, load_schema
@@ -31,6 +30,9 @@ from forgetting.instance_images import check_template
 from forgetting.naming import parse_configuration_name
 from forgetting.policies import build_policies
 from forgetting.tasks import load_task_ids
+
+#: the most runs a study may plan (the paper's: 9,400): its run table is built in memory
+MAX_RUNS = 1_000_000
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
@@ -145,15 +147,9 @@ def find_root(config_path: Path) -> Path:
 
 def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(path)
-    if not p.is_file():
+    if not p.is_file() and not p.is_dir():
         raise ConfigError(f"{p}: config file not found")
-    try:
-        with open(p, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{p}:{where} is not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    data = inputs.read_yaml(p, what="config file", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: a config must be a mapping of keys to values")
     return data
@@ -240,6 +236,14 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
             raise ConfigError(f"{source}: {exc}") from None
 
     repeats = cfg["repeats"]
+    planned = len(agents) * len(tasks) * sum(
+        int(repeats["baseline"] if d.is_baseline else repeats["deletion"]) for d in configurations
+    )
+    if planned > MAX_RUNS:
+        raise ConfigError(
+            f"{source}: the study plans {planned:,} runs ({len(agents)} agents × {len(tasks)} tasks × "
+            f"{len(configurations)} configurations and their repeats); at most {MAX_RUNS:,}"
+        )
     study_section = cfg["study"]
     return Study(
         source=source,

@@ -166,7 +166,7 @@ def _parse_arguments(raw: Any) -> Mapping[str, Any]:
         return raw
     try:
         value = json.loads(raw) if raw else {}
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return {"_raw": str(raw)}
     return value if isinstance(value, Mapping) else {"_raw": str(raw)}
 

@@ -223,14 +223,23 @@ def write_dataset(
 ) -> None:
     """Cast to the declared schema (failing loudly on a mismatch), check its key and write
     atomically; ``metadata`` adds key–value pairs to the file's schema metadata."""
+    table = checked_dataset(table, path, schema, metadata)
+    with atomic_path(path) as tmp:
+        write_table(table, tmp)
+
+
+def checked_dataset(
+    table: pa.Table, path: str | os.PathLike[str], schema: pa.Schema, metadata: dict[str, str] | None = None
+) -> pa.Table:
+    """What :func:`write_dataset` writes to ``path`` (cast, metadata added, key checked: a
+    problem names ``path``), not yet written."""
     table = conform(table, schema, str(path))
     if metadata:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **metadata})
     problem = key_problem(table, key_of(schema))
     if problem:
         raise RunOutputError(f"{path}: {problem}; nothing written")
-    with atomic_path(path) as tmp:
-        write_table(table, tmp)
+    return table
 
 
 def _show(values: tuple[object, ...]) -> str:

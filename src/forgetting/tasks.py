@@ -15,15 +15,16 @@ from typing import Any
 
 from forgetting.demo.tasks import demo_task_ids
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.inputs import read_text
 from forgetting.seeds import text_hex
 
 
 def read_id_file(path: Path, *, key: str) -> list[str]:
     """One id per line; blank lines and ``#`` comments are skipped."""
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise ConfigError(f"{key}: file not found: {path}")
     ids = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in read_text(path, what=f"{key} file", error=ConfigError).splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             ids.append(line)

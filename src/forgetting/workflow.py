@@ -6,8 +6,9 @@ below, so the DAG is built from the same plan code as ``forgetting plan``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,32 @@ def batch_of(study: Study, wildcards: Any) -> Batch:
         if b.key == key:
             return b
     raise KeyError(f"batch {key} is not part of this study's plan")
+
+
+@contextlib.contextmanager
+def job(smk: Any) -> Iterator[None]:
+    """The body of a rule's ``script:`` (every ``workflow/scripts/*.py`` runs in one): a
+    :class:`~forgetting.errors.UserError` ends the job with its one line ``error: …`` on
+    stderr and in the rule's log, and exit status 2 — no traceback. Any other exception is a
+    bug and keeps its traceback."""
+    try:
+        yield
+    except UserError as exc:
+        line = f"error: {exc}"
+        for log in list(getattr(smk, "log", None) or []):
+            _append_once(Path(str(log)), line)
+        print(line, file=sys.stderr, flush=True)
+        raise SystemExit(exc.exit_code) from None
+
+
+def _append_once(path: Path, line: str) -> None:
+    """Append ``line`` to the log at ``path`` unless its last line already is it (a stage's
+    own :class:`~forgetting.stagelog.StageLog` writes the error line it stops on)."""
+    with contextlib.suppress(OSError):
+        last = path.read_text(encoding="utf-8", errors="replace").rstrip("\n").rsplit("\n", 1)[-1]
+        if last == line:
+            return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(line + "\n")

@@ -296,7 +296,7 @@ def test_bad_task_fields_are_one_line_errors_naming_file_and_field(tmp_path, nam
 def test_solution_that_is_not_yaml(tmp_path):
     tasks, path = _broken_copy(tmp_path, YAML, lambda d: None)
     path.write_text("summary: [unclosed\n")
-    with pytest.raises(ResourceError, match=r"solution\.yaml: not valid YAML at line 2"):
+    with pytest.raises(ResourceError, match=r"solution\.yaml: line 2: not valid YAML"):
         load_solution(tasks, "demo__ledger-1")
 
 

@@ -188,9 +188,9 @@ def test_malformed_requests_get_a_4xx_with_a_message(tmp_path):
         cases = [
             (b"{not json", 400, "not valid JSON"),
             ({"model": "m"}, 400, "'messages' must be a non-empty list"),
-            ({"model": "m", "messages": [SYSTEM, "hi"]}, 400, "messages[1] must be an object"),
-            ({"model": "m", "messages": [{"content": "x"}]}, 400, "messages[0].role must be a string"),
-            ({"model": "m", "messages": [SYSTEM], "tools": {}}, 400, "'tools' must be a list"),
+            ({"model": "m", "messages": [SYSTEM, "hi"]}, 400, "messages[1] is a string, expected an object"),
+            ({"model": "m", "messages": [{"content": "x"}]}, 400, "messages[0].role is missing, expected a string"),
+            ({"model": "m", "messages": [SYSTEM], "tools": {}}, 400, "tools is an object, expected a list"),
         ]
         for body, status, fragment in cases:
             got, reply = request(px.url, "POST", "/v1/chat/completions", body)

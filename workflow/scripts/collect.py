@@ -1,6 +1,7 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
 from forgetting.collect import collect
-from forgetting.workflow import study_of
+from forgetting.workflow import job, study_of
 
-collect(study_of(snakemake), outputs=list(snakemake.output), log=snakemake.log[0])  # noqa: F821
+with job(snakemake):  # noqa: F821
+    collect(study_of(snakemake), outputs=list(snakemake.output), log=snakemake.log[0])  # noqa: F821

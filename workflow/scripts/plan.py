@@ -1,6 +1,7 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
 from forgetting.plan import write_run_table
-from forgetting.workflow import study_of
+from forgetting.workflow import job, study_of
 
-write_run_table(study_of(snakemake), snakemake.output[0])  # noqa: F821
+with job(snakemake):  # noqa: F821
+    write_run_table(study_of(snakemake), snakemake.output[0])  # noqa: F821

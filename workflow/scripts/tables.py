@@ -1,6 +1,7 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
 from forgetting.tables import write_tables
-from forgetting.workflow import study_of
+from forgetting.workflow import job, study_of
 
-write_tables(study_of(snakemake), dict(snakemake.input), list(snakemake.output), snakemake.log[0])  # noqa: F821
+with job(snakemake):  # noqa: F821
+    write_tables(study_of(snakemake), dict(snakemake.input), list(snakemake.output), snakemake.log[0])  # noqa: F821

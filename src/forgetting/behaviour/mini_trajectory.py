@@ -49,7 +49,7 @@ def observation_payload(message: MiniMessage) -> str:
     if stripped.startswith("{"):
         try:
             obj = json.loads(stripped)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict) and "returncode" in obj:
             if "output" in obj:

@@ -22,6 +22,7 @@ import yaml
 
 from forgetting.behaviour.shell import Command, Pipeline, parse
 from forgetting.errors import UserError
+from forgetting.inputs import read_yaml
 
 PACKAGED = "label_rules.yaml"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -418,12 +419,9 @@ def _read_table(path: Path | None) -> tuple[Any, str]:
     if path is None:
         ref = resources.files("forgetting") / "data" / PACKAGED
         return yaml.safe_load(ref.read_text(encoding="utf-8")), f"forgetting/data/{PACKAGED}"
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise RulesError(f"{path}: label rules file not found")
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")), str(path)
-    except yaml.YAMLError as exc:
-        raise RulesError(f"{path}: not valid YAML ({' '.join(str(exc).split())})") from None
+    return read_yaml(path, what="label rules file", error=RulesError), str(path)
 
 
 @functools.lru_cache(maxsize=8)

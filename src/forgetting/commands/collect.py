@@ -25,8 +25,10 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.collect import collect
+    from forgetting.inputs import check_output_dir
 
     study = study_from_args(args)
+    check_output_dir(Layout(study.results_dir).datasets, "study.results_dir")
     log = Layout(study.results_dir).results / "logs" / "collect.log"
     report = collect(study, log=log, echo=True)
     where = Layout(study.results_dir).datasets

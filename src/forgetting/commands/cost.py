@@ -143,10 +143,13 @@ def run(args: argparse.Namespace) -> int:
 
     from forgetting.calllog import TornCallLog
     from forgetting.cost import cost_run, load_profiles
+    from forgetting.inputs import check_output_file
 
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".parquet", ".csv"):
         raise UserError(f"--out {out}: unknown format {out.suffix or '(none)'}; use .parquet or .csv")
+    if out is not None:
+        check_output_file(out, "--out")
     if args.run_id and len(args.paths) > 1:
         raise UserError("--run-id names one run; give one PATH with it")
     if args.prompt_tolerance is not None and not args.prompt_tolerance >= 0:

@@ -27,7 +27,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    out = Path(args.out)
+    from forgetting.inputs import check_output_file
+
+    out = check_output_file(Path(args.out), "--out")
     count, lacking = fetch_instances(out, name=args.name, split=args.split)
     print(f"{count} instances of {args.name} ({args.split}) -> {out}")
     if lacking:

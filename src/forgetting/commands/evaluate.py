@@ -7,6 +7,8 @@ every run whose evaluation errored.
 
 Writes ``eval.json`` (and the ``eval/`` directory with the test log) into the run directory,
 or for a patch file into ``--out`` (default: the patch file's directory), and prints the status.
+A patch's evaluation never replaces what it did not write: when ``--out`` already holds an
+``eval.json`` or ``eval/``, it stops before any work (remove them, or give another ``--out``).
 ``--errored`` evaluates again each run of the study whose ``eval.json`` is an evaluation error
 (``timeout`` or ``error``), leaves every other run as it is and rewrites the evaluation manifest
 of each batch it touched, so the next workflow run analyses those batches again.
@@ -18,10 +20,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from forgetting.commands import arg_types
 from forgetting.commands.common import add_command
-from forgetting.commands.study_args import parse_overrides
+from forgetting.commands.study_args import noted, parse_overrides
 from forgetting.errors import UserError
-from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON
+from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH, RUN_JSON
 
 
 def add_parser(sub: Any) -> None:
@@ -46,7 +49,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--instance", help="the instance id the patch is for (with --patch)")
     p.add_argument("--out", help="with --patch: where eval.json goes (default: the patch file's directory)")
     p.add_argument("--backend", choices=("docker", "apptainer", "local"), help="override evaluation.backend")
-    p.add_argument("--timeout", type=int, help="override evaluation.timeout_s (seconds)")
+    p.add_argument("--timeout", type=arg_types.integer(1), help="override evaluation.timeout_s (seconds, ≥ 1)")
     p.set_defaults(func=run)
 
 
@@ -66,6 +69,14 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
         if not patch.is_file():
             raise UserError(f"{patch}: patch file not found")
         out = Path(args.out) if args.out else patch.resolve().parent
+        if out.exists() and not out.is_dir():
+            raise UserError(f"--out {out}: not a directory")
+        for existing in (out / EVAL_JSON, out / EVAL_DIR):
+            if existing.exists() or existing.is_symlink():
+                raise UserError(
+                    f"{existing}: already exists; evaluating a patch never replaces files it did not write "
+                    "(remove it, or give --out a new directory)"
+                )
         return args.instance, args.instance, patch, out
     if not args.run_dir:
         raise UserError("evaluate: give a run directory, or --patch FILE --instance ID")
@@ -107,10 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
     configs = args.config or ["config/config.yaml"]
     if args.errored and not (args.run_dir or args.patch or args.instance):
-        study = load_study(configs, parse_overrides(args.set))
+        study = noted(args, load_study(configs, parse_overrides(args.set)))
         return _redo_errored(study, EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout))
     label, instance_id, patch_file, out = _target(args)
-    study = load_study(configs, parse_overrides(args.set))
+    study = noted(args, load_study(configs, parse_overrides(args.set)))
     settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
     backend = make_backend(settings, study)
     instance = load_instances(study, [instance_id])[instance_id]

@@ -102,10 +102,13 @@ def run(args: argparse.Namespace) -> int:
 
     from forgetting.behaviour import label_run
     from forgetting.calllog import TornCallLog
+    from forgetting.inputs import check_output_file
     from forgetting.records import find_runs
 
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
         raise UserError(f"--out {args.out}: expected a .parquet or .csv file name")
+    if args.out:
+        check_output_file(args.out, "--out")
     root = Path(args.path)
     inputs = find_runs(root)
     if args.call_log and len(inputs) != 1:

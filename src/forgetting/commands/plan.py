@@ -21,8 +21,11 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.gpu_time import plan_lines
+    from forgetting.inputs import check_output_file
     from forgetting.plan import plan_batches, summarize, write_run_table
 
+    if args.out:
+        check_output_file(args.out, "--out")
     study = study_from_args(args)
     print(summarize(study).line())
     for line in plan_lines(study, [len(b.runs) for b in plan_batches(study)]):

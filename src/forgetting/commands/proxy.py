@@ -17,8 +17,9 @@ import signal
 import threading
 from typing import Any
 
+from forgetting.commands import arg_types
 from forgetting.commands.common import add_command
-from forgetting.errors import UserError
+from forgetting.commands.study_args import noted
 
 
 def add_parser(sub: Any) -> None:
@@ -26,12 +27,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--upstream", required=True, help="the model server's base URL, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--deletion", required=True, metavar="NAME",
                    help="configuration name, e.g. delayed-turn-tool_output-50, or baseline")
-    p.add_argument("--seed", required=True, type=int, help="the run's seed (keys every deletion draw)")
+    p.add_argument("--seed", required=True, type=arg_types.seed, help="the run's seed (keys every deletion draw)")
     p.add_argument("--log", required=True, metavar="DIR", help="directory of the call log (calls.jsonl)")
     p.add_argument("--agent", required=True, choices=["mini", "mini-text", "trae"],
                    help="the agent in front of the proxy: its own config says what an action is")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free port)")
+    p.add_argument("--port", type=arg_types.port, default=0, help="port to listen on (default 0: a free port)")
     p.add_argument("--run-id", default="manual", help="run id written to the log and sent upstream")
     p.add_argument("--config", metavar="STUDY.yaml",
                    help="resolve NAME and the deletion/proxy settings from this study config")
@@ -66,13 +67,13 @@ def agent_actions(agent: str, study: Any | None) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.config import load_study
+    from forgetting.inputs import check_output_dir
     from forgetting.proxy import ProxySettings, start_proxy
 
-    study = load_study(args.config) if args.config else None
+    study = noted(args, load_study(args.config)) if args.config else None
     deletion = resolve_deletion(args.deletion, study)
     settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
-    if not 0 <= args.port <= 65535:
-        raise UserError(f"--port {args.port}: must be in 0..65535")
+    check_output_dir(args.log, "--log")
     actions = agent_actions(args.agent, study)
     access = None
     if args.api_key_env:

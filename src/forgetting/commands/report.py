@@ -47,6 +47,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from forgetting.figures import write_figures
+    from forgetting.inputs import check_output_dir
     from forgetting.stats.run import write_stats
     from forgetting.tables import TABLES, render_table, write_tables
 
@@ -54,8 +55,11 @@ def run(args: argparse.Namespace) -> int:
         if name not in TABLES:
             raise UserError(f"--print: {name!r} is not a table; choose from: {', '.join(TABLES)}")
     study = study_from_args(args)
-    logs = Layout(study.results_dir).results / "logs"
+    layout = Layout(study.results_dir)
+    logs = layout.results / "logs"
     steps = args.only or ([] if args.print_tables else list(STEPS))
+    for step in steps:  # before any work: where each step writes
+        check_output_dir(getattr(layout, step), "study.results_dir")
     for step in STEPS:
         if step not in steps:
             continue

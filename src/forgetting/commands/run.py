@@ -28,6 +28,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from forgetting.inputs import check_output_dir
     from forgetting.plan import parse_run_id, plan_runs
     from forgetting.runner import run_one
 
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if not match:
         configs = " ".join(args.config)
         raise UserError(f"--run-id {wanted!r} is not a run of {configs} (see `forgetting plan {configs}`)")
+    check_output_dir(Layout(study.results_dir).run_dir(wanted), "study.results_dir")
     document = run_one(study, match[0])
     entry = document["runs"][wanted]
     print(f"{wanted}: {entry['status']} ({entry['turns']} turns) -> {Layout(study.results_dir).run_dir(wanted)}")

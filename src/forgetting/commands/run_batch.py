@@ -32,6 +32,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from forgetting.inputs import check_output_dir, check_output_file
     from forgetting.plan import plan_batches
     from forgetting.runner import run_batch
 
@@ -43,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         configs = " ".join(args.config)
         raise UserError(f"--batch {key!r} is not a batch of {configs} (e.g. {known}; see `forgetting plan --batches`)")
     manifest = args.manifest or Layout(study.results_dir).batch_dir(key) / "runs.json"
+    check_output_file(manifest, "--manifest")
+    check_output_dir(Layout(study.results_dir).results / "runs", "study.results_dir")
     document = run_batch(study, batches[key], manifest=manifest, log=args.log)
     print(f"{key}: {document['summary']['statuses']} -> {manifest}")
     return 0

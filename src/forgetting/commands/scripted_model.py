@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from forgetting.atomic import write_text
+from forgetting.commands import arg_types
 from forgetting.errors import UserError
 
 
@@ -24,10 +25,10 @@ def add_parser(sub: Any) -> None:
         description=__doc__,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: a free port, printed on start)")
+    p.add_argument("--port", type=arg_types.port, default=0, help="port (default 0: a free port, printed on start)")
     p.add_argument("--tasks", default=None, help="demo tasks directory (default resources/demo/tasks)")
     p.add_argument(
-        "--seed", type=int, default=None, help="server seed (default: model.scripted.seed, else 0)"
+        "--seed", type=arg_types.seed, default=None, help="server seed (default: model.scripted.seed, else 0)"
     )
     p.add_argument("--config", default=None, help="study config whose model.scripted settings to use")
     p.add_argument(
@@ -61,17 +62,13 @@ def run(args: argparse.Namespace) -> int:
     if args.settings is not None:
         try:
             raw = json.loads(args.settings)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise UserError(f"--settings: not a JSON object ({exc})") from None
         if not isinstance(raw, dict):
             raise UserError("--settings: expected a JSON object of model.scripted keys")
         settings = ScriptedSettings.from_mapping(raw, "--settings")
     if args.seed is not None:
-        if args.seed < 0:
-            raise UserError(f"--seed {args.seed}: expected an integer ≥ 0")
         settings = settings.replace(seed=args.seed)
-    if not 0 <= args.port <= 65535:
-        raise UserError(f"--port {args.port}: expected 0–65535")
     tasks = tasks or str(PROJECT_ROOT / config_schema.section("dataset", {"kind": "demo"})["instances"])
     try:
         server = ScriptedModelServer(

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from forgetting.errors import ConfigError
+from forgetting.inputs import parse_yaml
 
 if TYPE_CHECKING:  # a type only: loading a study imports the pipeline, which --help must not
     from forgetting.config import Study
@@ -29,7 +28,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        out[key] = yaml.safe_load(value)
+        out[key] = parse_yaml(value, f"--set {key}", error=ConfigError)
     return out
 
 
@@ -37,4 +36,14 @@ def study_from_args(args: argparse.Namespace, **extra: Any) -> Study:
     """The study the arguments name; ``extra`` overrides on top of ``--set``."""
     from forgetting.config import load_study
 
-    return load_study(args.config, {**parse_overrides(args.set), **extra})
+    return noted(args, load_study(args.config, {**parse_overrides(args.set), **extra}))
+
+
+def noted(args: argparse.Namespace, study: Study) -> Study:
+    """``study``, its results directory noted as a path the user named (``args.named_paths``:
+    the command line reports an OSError there as one line, :func:`forgetting.cli.main`)."""
+    paths = getattr(args, "named_paths", None)
+    if paths is None:
+        paths = args.named_paths = []
+    paths.append(study.results_dir)
+    return study

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.atomic import write_text
+from forgetting.commands import arg_types
+from forgetting.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -15,16 +17,21 @@ def add_parser(sub: Any) -> None:
     s = tsub.add_parser("sample", help="draw N ids stratified by repository")
     s.add_argument("--from", dest="source", default="resources/tasks/swe-bench-verified-all.txt",
                    help="file with the pool of instance ids")
-    s.add_argument("-n", type=int, default=100, help="sample size (default 100)")
-    s.add_argument("--seed", type=int, default=20250101, help="sampling seed")
+    s.add_argument("-n", type=arg_types.integer(1), default=100, help="sample size (default 100)")
+    s.add_argument("--seed", type=arg_types.seed, default=20250101, help="sampling seed")
     s.add_argument("--out", help="write the ids here (one per line) instead of stdout")
     s.set_defaults(func=run_sample)
 
 
 def run_sample(args: argparse.Namespace) -> int:
+    from forgetting.inputs import check_output_file
     from forgetting.tasks import per_repository, read_id_file, stratified_sample
 
+    if args.out:
+        check_output_file(args.out, "--out")
     pool = read_id_file(Path(args.source), key="--from")
+    if args.n > len(set(pool)):
+        raise UserError(f"-n {args.n}: {args.source} holds only {len(set(pool))} distinct ids")
     ids = stratified_sample(pool, args.n, args.seed)
     text = "".join(f"{i}\n" for i in ids)
     if args.out:

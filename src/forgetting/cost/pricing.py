@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forgetting import config_schema
 from forgetting.config_schema import PROJECT_ROOT
 from forgetting.errors import ConfigError, ResourceError
+from forgetting.inputs import read_yaml
 
 #: where the price sheets of a checkout live
 #: ``pricing.dir``'s default, in this checkout
@@ -163,15 +162,9 @@ def parse_profile(data: Any, path: Path, name: str | None = None) -> PricingProf
 
 def load_profile(path: str | os.PathLike[str]) -> PricingProfile:
     p = Path(path)
-    if not p.is_file():
+    if not p.is_file() and not p.is_dir():
         raise ResourceError(f"{p}: price sheet not found")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise _fail(p, f"not valid YAML{where}") from None
-    return parse_profile(data, p)
+    return parse_profile(read_yaml(p, what="price sheet", error=ResourceError), p)
 
 
 def available_profiles(directory: str | os.PathLike[str] = DEFAULT_PRICING_DIR) -> list[str]:

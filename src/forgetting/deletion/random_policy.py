@@ -63,10 +63,16 @@ def check_keys(entry: Mapping[str, Any], allowed: Iterable[str], key: str, polic
         )
 
 
-def integer(entry: Mapping[str, Any], field: str, key: str, minimum: int) -> int:
+#: the largest count a policy key takes (turns, calls): every count of a config is bounded
+MAX_COUNT = 100_000
+
+
+def integer(entry: Mapping[str, Any], field: str, key: str, minimum: int, maximum: int = MAX_COUNT) -> int:
     value = entry.get(field)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ConfigError(f"{key}.{field}: {value!r} must be an integer >= {minimum}")
+    if value > maximum:
+        raise ConfigError(f"{key}.{field}: {value!r} must be at most {maximum}")
     return value
 
 

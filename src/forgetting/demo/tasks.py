@@ -11,7 +11,6 @@ hash is the same on every machine and equals ``instance.json``'s ``base_commit``
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -22,9 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forgetting.errors import ResourceError, UserError
+from forgetting.inputs import parse_json, parse_yaml, read_text
 
 #: ``demo__<project>-<number>``
 ID_PATTERN = re.compile(r"demo__(?P<project>[a-z][a-z0-9_]*)-(?P<number>[1-9][0-9]*)")
@@ -106,18 +104,15 @@ def _commit_date(created_at: str, path: Path) -> str:
 
 def _task_file(tasks_dir: Path, instance_id: str, name: str, missing: str) -> tuple[Path, str]:
     path = Path(tasks_dir) / instance_id / name
-    if not path.is_file():
+    if not path.is_file() and not path.is_dir():
         raise ResourceError(f"{path}: {missing}")
-    return path, path.read_text(encoding="utf-8")
+    return path, read_text(path, what=name, error=ResourceError)
 
 
 def load_instance(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
     """A demo task's SWE-bench instance fields, checked."""
     path, text = _task_file(tasks_dir, instance_id, "instance.json", f"no such demo task {instance_id!r}")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ResourceError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    data = parse_json(text, str(path), error=ResourceError)
     _check_instance(data, path, instance_id)
     return data
 
@@ -191,12 +186,7 @@ def _check_solution(data: Any, path: Path) -> None:
 def load_solution(tasks_dir: Path, instance_id: str) -> dict[str, Any]:
     """A demo task's ``solution.yaml``, parsed and checked (see ``resources/demo/README.md``)."""
     path, text = _task_file(tasks_dir, instance_id, "solution.yaml", "missing (every demo task needs one)")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ResourceError(f"{path}: not valid YAML{where}") from None
+    data = parse_yaml(text, str(path), error=ResourceError)
     _check_solution(data, path)
     return data
 

@@ -11,6 +11,7 @@ from typing import Any
 from forgetting import config_schema
 from forgetting.atomic import atomic_path
 from forgetting.errors import ResourceError, UserError
+from forgetting.inputs import parse_json, read_text
 
 #: the dataset swebench 5.x's harness evaluates as ``verified``; its rows carry the image,
 #: eval script, log parser and evaluation type the docker and apptainer backends need
@@ -28,18 +29,15 @@ def read_jsonl_instances(path: Path, wanted: set[str] | None = None) -> dict[str
             f"fetch it with `forgetting dataset fetch --out {path}` on a machine with network access"
         )
     rows: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ResourceError(f"{path}: line {lineno} is not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict) or "instance_id" not in row:
-                raise ResourceError(f"{path}: line {lineno} is not a dataset row (no instance_id)")
-            if wanted is None or row["instance_id"] in wanted:
-                rows[row["instance_id"]] = row
+    text = read_text(path, what="SWE-bench instances file", error=ResourceError)
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        row = parse_json(line, f"{path}: line {lineno}", error=ResourceError)
+        if not isinstance(row, dict) or not isinstance(row.get("instance_id"), str):
+            raise ResourceError(f"{path}: line {lineno} is not a dataset row (no instance_id)")
+        if wanted is None or row["instance_id"] in wanted:
+            rows[row["instance_id"]] = row
     return rows
 
 

@@ -97,7 +97,7 @@ def read_report(path: str | os.PathLike[str]) -> EvalReport | None:
     p = Path(path)
     try:
         return EvalReport.from_dict(json.loads(p.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):
         return None
 
 

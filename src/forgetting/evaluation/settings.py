@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ class EvalSettings:
     @classmethod
     def from_study(cls, study: Study, **overrides: Any) -> EvalSettings:
         """The study's ``evaluation`` section; ``overrides`` replace top-level fields
-        (``backend``, ``timeout_s``) as the command line asks."""
-        settings = cls.from_section(study.section("evaluation"), root=study.root)
+        (``backend``, ``timeout_s``) as the command line asks, checked against the schema like
+        the section's own values."""
         clean = {k: v for k, v in overrides.items() if v is not None}
-        return replace(settings, **clean) if clean else settings
+        return cls.from_section({**study.section("evaluation"), **clean}, root=study.root)

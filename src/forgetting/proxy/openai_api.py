@@ -12,18 +12,71 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from forgetting.errors import RunOutputError
+from forgetting.records.fields import Fields
+from forgetting.records.mini import check_chat_message
+from forgetting.usage import parse_usage
+
+#: deepest nesting of a request or reply accepted (a chat request nests 6 levels deep; a
+#: tool's JSON-schema parameters a few more)
+MAX_DEPTH = 64
+
+
+def parse_json(data: bytes) -> tuple[Any, bool]:
+    """JSON → (Python, strict). orjson parses it (several times faster on a long history;
+    ``strict``: then it holds no lone surrogate, NaN or integer beyond 64 bits); what orjson
+    rejects but the standard library accepts still parses (``strict`` False). Not JSON, or
+    nested beyond the stack: ``ValueError``."""
+    try:
+        return orjson.loads(data), True
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data), False
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep") from None
+
 
 def loads(data: bytes) -> Any:
-    """JSON → Python, with orjson (several times faster on a long history); what orjson
-    rejects but the standard library accepts (NaN, huge integers) still parses."""
+    """JSON → Python (:func:`parse_json`'s value)."""
+    return parse_json(data)[0]
+
+
+def _is_text(s: str) -> bool:
     try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return json.loads(data)
+        s.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800"): JSON can say it, Unicode text cannot hold it
+        return False
+    return True
+
+
+def json_problem(value: Any, *, text: bool, limit: int = MAX_DEPTH) -> str | None:
+    """What makes a parsed JSON value unfit to forward and log, or None: nested deeper than
+    ``limit``, or (``text``) a string or key that is not Unicode text (a lone surrogate)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, str):
+            if not _is_text(node):
+                return f"a string holds a lone surrogate ({ascii(node)[:40]}…), which is not Unicode text"
+            continue
+        if depth > limit:
+            return f"nested more than {limit} levels deep"
+        if isinstance(node, dict):
+            if text:
+                stack.extend((k, depth) for k in node)
+            children: Any = node.values()
+        else:
+            children = node
+        for child in children:
+            if isinstance(child, dict | list) or (text and isinstance(child, str)):
+                stack.append((child, depth + 1))
+    return None
 
 
 def dumps(obj: Any) -> bytes:
@@ -59,37 +112,81 @@ def upstream_error_body(status: int, body: bytes, fallback: str) -> bytes:
     return error_body(message, status, "upstream_error")
 
 
+def check_tools(tools: Fields) -> None:
+    """The fields of the tool definitions the chat template renders (``tools``)."""
+    for tool in tools.objects("tools"):
+        fn = tool.obj("function") or tool
+        fn.string("name")
+        fn.string("description")
+        parameters = fn.obj("parameters")
+        if parameters is not None:
+            parameters.mapping("properties")
+            parameters.items("required")
+
+
 def parse_request(body: bytes) -> dict[str, Any]:
-    """A chat-completions request body → its JSON object; BadRequest naming what is wrong."""
+    """A chat-completions request body → its JSON object, every field the proxy reads, logs
+    or renders checked (the messages as the readers of the call log check them); BadRequest
+    naming what is wrong. A request that passes is forwarded, logged and answered."""
     try:
-        req = loads(body)
+        req, strict = parse_json(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(400, f"request body is not valid JSON: {exc}") from None
+    problem = json_problem(req, text=not strict)
+    if problem is not None:
+        raise BadRequest(400, f"request body: {problem}")
     if not isinstance(req, dict):
         raise BadRequest(400, "request body must be a JSON object")
     messages = req.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest(400, "'messages' must be a non-empty list of message objects")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise BadRequest(400, f"messages[{i}] must be an object")
-        if not isinstance(m.get("role"), str):
-            raise BadRequest(400, f"messages[{i}].role must be a string")
-        content = m.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise BadRequest(400, f"messages[{i}].content must be a string, a list of parts or null")
-        if "tool_calls" in m and m["tool_calls"] is not None and not isinstance(m["tool_calls"], list):
-            raise BadRequest(400, f"messages[{i}].tool_calls must be a list")
-    if "tools" in req and req["tools"] is not None and not isinstance(req["tools"], list):
-        raise BadRequest(400, "'tools' must be a list")
+    where = Path("request")
+    try:
+        for i, m in enumerate(messages):
+            f = Fields.of(m, where, f"messages[{i}]")
+            f.string("role", required=True, null=False)
+            check_chat_message(f)
+        request = Fields(req, where)
+        check_tools(request)
+        request.obj("stream_options")
+    except RunOutputError as exc:
+        raise BadRequest(400, str(exc)) from None
     if "stream" in req and not isinstance(req["stream"], bool | type(None)):
         raise BadRequest(400, "'stream' must be true or false")
     return req
 
 
+def parse_reply(body: bytes) -> dict[str, Any]:
+    """An upstream reply body → its JSON object, every choice checked as the call log's
+    readers check a message and its usage as they parse it (:func:`forgetting.usage.parse_usage`);
+    ``ValueError`` naming what is wrong (the call is then a failed one: logged, and answered
+    with 502)."""
+    data, strict = parse_json(body)
+    problem = json_problem(data, text=not strict)
+    if problem is not None:
+        raise ValueError(problem)
+    if not isinstance(data, dict):
+        raise ValueError("the reply is not a JSON object")
+    reply = Fields(data, Path("upstream reply"))
+    try:
+        choices = reply.objects("choices")
+        for choice in choices:
+            message = choice.obj("message")
+            if message is not None:
+                check_chat_message(message)
+            choice.string("finish_reason")
+        reply.mapping("usage")
+        parse_usage(data.get("usage"), "upstream reply")  # as the call log's readers will parse it
+    except RunOutputError as exc:
+        raise ValueError(str(exc)) from None
+    if not choices:
+        raise ValueError("the reply has no choices")
+    return data
+
+
 def summarize_response(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """(what the call log keeps of a reply — first choice's content, reasoning, tool calls,
-    finish reason —, the upstream usage)."""
+    finish reason —, the upstream usage); ``data`` as :func:`parse_reply` checked it."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
         raise ValueError("the reply has no choices")
@@ -129,3 +226,33 @@ def sse_stream(data: Mapping[str, Any], include_usage: bool) -> bytes:
         events.append({**base, "choices": [], "usage": data["usage"]})
     out = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
     return out + b"data: [DONE]\n\n"
+
+
+#: what a redacted credential reads as in the call log
+REDACTED = "[redacted]"
+_CREDENTIAL_KEYS = frozenset({"api_key", "apikey", "x_api_key", "authorization", "auth", "bearer"})
+_CREDENTIAL_WORDS = ("secret", "password", "passwd", "credential")
+
+
+def is_credential(key: str) -> bool:
+    """Whether a request field named ``key`` carries a credential: ``api_key``,
+    ``Authorization``, ``x-api-key``, a ``…token`` (``access_token``, ``hf_token``; not a
+    count such as ``max_tokens``), or a key naming a secret, password or credential."""
+    k = key.lower().replace("-", "_")
+    return (
+        k in _CREDENTIAL_KEYS
+        or k == "token"
+        or k.endswith("_token")
+        or k.endswith("api_key")
+        or any(word in k for word in _CREDENTIAL_WORDS)
+    )
+
+
+def redact(value: Any) -> Any:
+    """``value`` with every credential field's value (:func:`is_credential`), at any depth,
+    replaced by :data:`REDACTED`: what the call log keeps of a request's parameters."""
+    if isinstance(value, dict):
+        return {k: REDACTED if isinstance(k, str) and is_credential(k) else redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import re
 import socket
 import sys
 import threading
@@ -45,8 +46,9 @@ from forgetting.proxy.openai_api import (
     BadRequest,
     dumps,
     error_body,
-    loads,
+    parse_reply,
     parse_request,
+    redact,
     sse_stream,
     summarize_response,
     upstream_error_body,
@@ -58,6 +60,12 @@ RUN_HEADER = "X-Forgetting-Run"
 SEED_HEADER = "X-Forgetting-Seed"
 _FORWARDED_HEADERS = ("Authorization", "OpenAI-Organization", "OpenAI-Project")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_DIGITS = re.compile(r"[0-9]{1,20}")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_MAX_LINE = 4096  # a chunk-size or trailer line
+_MAX_TRAILERS = 64
+#: what a run id may hold: it travels in a header (X-Forgetting-Run) and names files
+_RUN_ID = re.compile(r"[\x21-\x7e]{1,512}")
 
 
 class ProxyServer(http.server.ThreadingHTTPServer):
@@ -71,7 +79,7 @@ class ProxyServer(http.server.ThreadingHTTPServer):
         *,
         upstream: Upstream,
         reducer: Reducer,
-        log: CallLogWriter,
+        log: CallLogWriter | None,
         run_id: str,
         seed: int,
         settings: ProxySettings,
@@ -79,7 +87,7 @@ class ProxyServer(http.server.ThreadingHTTPServer):
         super().__init__(address, ProxyHandler)
         self.upstream = upstream
         self.reducer = reducer
-        self.log = log
+        self.log: CallLogWriter = log  # type: ignore[assignment]  # set by start_proxy once listening
         self.run_id = run_id
         self.seed = seed
         self.settings = settings
@@ -100,6 +108,9 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
     server: ProxyServer
 
     def setup(self) -> None:
+        # a connection idle this long (no request, or a request stalled mid-way) is closed,
+        # and its thread released; waiting for the upstream's reply is not idling
+        self.timeout = self.server.settings.idle_timeout_s
         super().setup()
         # replies are written as headers + body; without this, Nagle's algorithm and the
         # client's delayed ACK hold the body back ~40 ms on every keep-alive call
@@ -123,32 +134,61 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         return path[3:] if path.startswith("/v1/") else path
 
+    def _read_exactly(self, n: int) -> bytes:
+        data = self.rfile.read(n)
+        if len(data) != n:
+            raise BadRequest(400, f"the request body ended after {len(data)} of {n} bytes")
+        return data
+
     def _read_body(self) -> bytes:
+        """The request body (``Content-Length`` or chunked), at most ``max_request_bytes``;
+        BadRequest (the connection is then closed) for a malformed or oversized one. A
+        client that stalls is cut off by the connection's idle timeout."""
         limit = self.server.settings.max_request_bytes
+        too_large = BadRequest(413, f"request body is larger than {limit} bytes")
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
             chunks, total = [], 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline(_MAX_LINE + 1)
+                size_text = line.split(b";")[0].strip()
+                if len(line) > _MAX_LINE or not _HEX.fullmatch(size_text):
+                    raise BadRequest(400, f"bad chunk size line {line[:40]!r}")
+                size = int(size_text, 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
+                    for _ in range(_MAX_TRAILERS):
+                        if self.rfile.readline(_MAX_LINE + 1) in (b"\r\n", b"\n", b""):
+                            break
+                    else:
+                        raise BadRequest(400, f"more than {_MAX_TRAILERS} trailer lines")
                     break
                 total += size
                 if total > limit:
-                    raise BadRequest(413, f"request body is larger than {limit} bytes")
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
+                    raise too_large
+                chunks.append(self._read_exactly(size))
+                if self.rfile.readline(_MAX_LINE + 1) not in (b"\r\n", b"\n"):
+                    raise BadRequest(400, "a chunk does not end with CRLF")
             return b"".join(chunks)
         length = self.headers.get("Content-Length")
         if length is None:
             raise BadRequest(411, "a request body needs a Content-Length header")
-        try:
-            n = int(length)
-        except ValueError:
-            raise BadRequest(400, f"bad Content-Length {length!r}") from None
+        if not _DIGITS.fullmatch(length.strip()):  # no sign, no "1_000": a byte count
+            raise BadRequest(400, f"bad Content-Length {length!r}: expected a byte count")
+        n = int(length)
         if n > limit:
-            raise BadRequest(413, f"request body is larger than {limit} bytes")
-        return self.rfile.read(n)
+            raise too_large
+        return self._read_exactly(n)
+
+    def _linger(self) -> None:
+        """Before closing a connection whose request was not read whole: send the reply off
+        and read (briefly, boundedly) what the client is still sending, so that closing with
+        unread data does not reset the connection and lose the reply on the way."""
+        with contextlib.suppress(OSError):
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_WR)
+            self.connection.settimeout(0.5)
+            for _ in range(64):
+                if not self.connection.recv(65536):
+                    break
 
     def _upstream_headers(self) -> dict[str, str]:
         headers = {
@@ -192,17 +232,24 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         route = self._route()
         if route != "/chat/completions":
-            with contextlib.suppress(BadRequest):
+            try:
                 self._read_body()  # keep the connection usable
+            except BadRequest:
+                self.close_connection = True
             status = 405 if route in ("/health", "/models") else 404
             self._error(status, f"no such endpoint: POST {self.path}")
             return
         t_request = time.time()
         try:
             body = self._read_body()
+        except BadRequest as exc:
+            self.close_connection = True  # the rest of the stream cannot be trusted to be a request
+            self._error(exc.status, exc.message)
+            self._linger()
+            return
+        try:
             req = parse_request(body)
         except BadRequest as exc:
-            self.close_connection = exc.status in (411, 413)
             self._error(exc.status, exc.message)
             return
         try:
@@ -210,10 +257,13 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         except PolicyError as exc:
             self._error(500, f"deletion policy failed: {exc}", "server_error")
         except OSError as exc:  # the call log could not be written (disk full, …): the run must stop
-            if not isinstance(exc, ConnectionError):
+            if not isinstance(exc, ConnectionError | TimeoutError):
                 self._error(500, f"the proxy could not write its call log: {exc}", "server_error")
 
     def _chat(self, req: dict[str, Any], body: bytes, t_request: float) -> None:
+        """Serve one chat completion: everything that can fail on the request — the deletion,
+        the call log's records of its prompt — is done before it is forwarded; after that the
+        call is logged (a reply that is no chat completion as a failed call) and answered."""
         s = self.server
         reduction = s.reducer.reduce(req["messages"])
         stream = req.get("stream") is True
@@ -224,12 +274,14 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
                 out.pop("stream", None)
                 out.pop("stream_options", None)
             body = dumps(out)
+        tools = req.get("tools")
+        prompt = s.log.prepare(reduction.messages, tools)
+        params = redact({k: v for k, v in req.items() if k not in ("messages", "tools")})
         reply = s.upstream.request("POST", "/chat/completions", body, self._upstream_headers())
+        # -- forwarded: from here on the call is logged and answered, whatever the reply --
         t_response = time.time()
-        params = {k: v for k, v in req.items() if k not in ("messages", "tools")}
         common = {
-            "messages": reduction.messages,
-            "tools": req.get("tools"),
+            "prompt": prompt,
             "params": params,
             "deleted": reduction.deleted,
             "t_request": t_request,
@@ -240,9 +292,9 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         problem = reply.error
         if reply.ok:
             try:
-                data = loads(reply.body)
+                data = parse_reply(reply.body)
                 response, usage = summarize_response(data)
-            except (ValueError, AttributeError, TypeError) as exc:
+            except (ValueError, UnicodeDecodeError) as exc:
                 problem = f"upstream reply is not a chat completion: {exc}"
         if problem is not None or not reply.ok:
             status = reply.status if not reply.ok else 502
@@ -254,8 +306,8 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
         s.log.append_call(**common, response=response, usage=usage, status=200)
         s.count(True)
         if stream:
-            include_usage = bool((req.get("stream_options") or {}).get("include_usage"))
-            self._send(200, sse_stream(data, include_usage), "text/event-stream")
+            stream_options = req.get("stream_options") or {}
+            self._send(200, sse_stream(data, stream_options.get("include_usage") is True), "text/event-stream")
         else:
             self._send(200, reply.body, reply.headers.get("content-type", "application/json"))
 
@@ -307,8 +359,10 @@ def _check_resumed_log(path: Path, header: Mapping[str, Any]) -> None:
     if "actions" in old and old["actions"] != header["actions"]:
         raise UserError(f"{path}: this call log was written with another action pattern "
                         f"({old['actions']!r}, not {header['actions']!r}); give another --log directory")
-    if (old.get("deletion") or {}).get("name") != header["deletion"]["name"]:
-        raise UserError(f"{path}: this call log belongs to configuration {old['deletion'].get('name')!r}, "
+    deletion = old.get("deletion")
+    name = deletion.get("name") if isinstance(deletion, Mapping) else deletion
+    if name != header["deletion"]["name"]:
+        raise UserError(f"{path}: this call log belongs to configuration {name!r}, "
                         f"not {header['deletion']['name']!r}; give another --log directory")
 
 
@@ -334,6 +388,11 @@ def start_proxy(
     resumes it (a torn last line is cut off first). ``access``: the API key to send upstream
     (never logged) and the limits the runs of a batch share (:mod:`forgetting.proxy.upstream`)."""
     settings = settings or ProxySettings.from_config()
+    if not _RUN_ID.fullmatch(run_id):
+        raise UserError(
+            f"--run-id {run_id!r}: expected 1–512 printable ASCII characters without spaces "
+            "(it travels in the X-Forgetting-Run header)"
+        )
     up = Upstream(upstream, **settings.upstream_options(), access=access, jitter_seed=int(seed))
     log_path = Path(log_dir) / FILENAME
     header = {
@@ -348,15 +407,20 @@ def start_proxy(
     }
     _check_resumed_log(log_path, header)
     reducer = Reducer(deletion, seed, actions=actions, settings=settings.deletion)
-    log = CallLogWriter(log_path, header, fsync=settings.fsync)
-    try:
+    try:  # listen first: a proxy that cannot start leaves no call log behind
         server = ProxyServer(
-            (host, port), upstream=up, reducer=reducer, log=log, run_id=run_id, seed=int(seed),
+            (host, port), upstream=up, reducer=reducer, log=None, run_id=run_id, seed=int(seed),
             settings=settings,
         )
     except OSError as exc:
-        log.close()
         raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    except OverflowError:  # a port beyond 65535
+        raise UserError(f"cannot listen on {host}:{port}: not a port") from None
+    try:
+        server.log = CallLogWriter(log_path, header, fsync=settings.fsync)
+    except BaseException:
+        server.server_close()
+        raise
     if host not in _LOOPBACK:
         print(f"warning: the proxy listens on {host}, reachable from other machines", file=sys.stderr)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2},

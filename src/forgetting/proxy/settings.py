@@ -31,6 +31,9 @@ class ProxySettings:
     connect_timeout_s: float
     #: fsync the call log after every record (survives a machine crash, not only a killed proxy)
     fsync: bool
+    #: seconds a client connection may sit idle (between requests, or stalled inside one)
+    #: before the proxy closes it and frees its thread
+    idle_timeout_s: float
     #: largest request body accepted (not configurable)
     max_request_bytes: ClassVar[int] = 64 * 1024 * 1024
 
@@ -46,6 +49,7 @@ class ProxySettings:
             backoff_s=float(p["backoff_s"]), backoff_max_s=float(p["backoff_max_s"]), jitter=float(p["jitter"]),
             max_wait_s=float(p["max_wait_s"]), timeout_s=float(p["timeout_s"]),
             connect_timeout_s=float(p["connect_timeout_s"]), fsync=bool(p["fsync"]),
+            idle_timeout_s=float(p["idle_timeout_s"]),
         )
 
     @classmethod

@@ -86,13 +86,20 @@ class Access:
 
 def base_url(url: str) -> tuple[str, str, int, str]:
     """``http[s]://host[:port][/path]`` → (scheme, host, port, API base path ending in ``/v1``)."""
-    parts = urlsplit(url)
+    expected = "expected an http(s) URL such as http://127.0.0.1:8000/v1"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port out of range or not a number raises here
+    except ValueError as exc:  # also a malformed IPv6 address
+        raise UserError(f"--upstream {url!r}: {exc}; {expected}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"--upstream {url!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
+        raise UserError(f"--upstream {url!r}: {expected}")
+    if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
+        raise UserError(f"--upstream {url!r}: holds a space, a control or a non-ASCII character; {expected}")
     path = parts.path.rstrip("/")
     if not path.endswith("/v1"):
         path += "/v1"
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = port or (443 if parts.scheme == "https" else 80)
     return parts.scheme, parts.hostname, port, path
 
 

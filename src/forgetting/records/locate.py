@@ -144,7 +144,7 @@ def _read_json(path: Path) -> Any:
         raise RunOutputError(f"{path}: trajectory not found") from None
     except OSError as exc:
         raise RunOutputError(f"{path}: cannot read the trajectory ({exc.strerror or exc})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise RunOutputError(f"{path}: not a JSON file ({exc.__class__.__name__}); not a trajectory") from None
 
 

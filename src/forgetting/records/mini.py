@@ -113,7 +113,7 @@ class MiniTrajectory:
         return [m for m in self.messages if m.in_prompt]
 
 
-def _chat_fields(f: Fields) -> tuple[Action, ...]:
+def check_chat_message(f: Fields) -> tuple[Action, ...]:
     """Check the fields the chat template and the readers use; the tool calls, parsed."""
     content = f.data.get("content")
     if isinstance(content, list):
@@ -145,14 +145,14 @@ def _response(extra: Fields) -> Response | None:
     first = choices[0]
     message = first.obj("message")
     if message is not None:
-        _chat_fields(message)
+        check_chat_message(message)
     return Response(usage, first.string("finish_reason"), message.data if message is not None else None)
 
 
 def _message(f: Fields, index: int) -> MiniMessage:
     role = f.string("role", required=True, null=False)
     assert role is not None
-    tool_calls = _chat_fields(f)
+    tool_calls = check_chat_message(f)
     extra = f.obj("extra") or Fields({}, f.source, f.name("extra"))
     stored: tuple[str, ...] | None = None
     if extra.items("actions") is not None:

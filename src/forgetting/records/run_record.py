@@ -155,7 +155,7 @@ def read_run_record(path: str | os.PathLike[str]) -> RunRecord:
         raise RunOutputError(f"{p}: run record is not readable ({exc.__class__.__name__}); {_HINT}") from None
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise RunOutputError(f"{p}: run record is not readable JSON ({exc}); {_HINT}") from None
     return RunRecord.from_json(data, p)
 

@@ -91,7 +91,7 @@ def _arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, str):
         try:
             value = json.loads(raw) if raw else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             return {"_raw": raw}
         return dict(value) if isinstance(value, Mapping) else {"_raw": raw}
     return {}
