@@ -131,3 +131,36 @@ def test_tables_refuse_statistics_computed_with_other_settings(tmp_path, run_cli
         "recompute the statistics (forgetting report CONFIG --only stats)"
     )
     assert run_cli("report", study.source, "--only", "stats", "--only", "tables").returncode == 0
+
+
+def test_intervals_on_fewer_resamples_show_their_count_in_every_table():
+    built, effects = tables(BASE)
+    # the delayed configuration deletes read outputs on A and B only: a resample of C and D alone
+    # has no deleted or kept output, so deleted/kept and the distance are undefined there
+    dvk = effects[DELAYED, "deleted_vs_kept"]
+    assert 0 < dvk["n_undefined"] < 300
+    row = next(r for r in built["refetch"].rows if r["dvk"].startswith("5.00"))
+    assert row["dvk"].endswith(f" ({300 - dvk['n_undefined']}/300)")
+    assert "(k/300) beside an interval: it and the p-value rest on the k of the 300 resamples" in notes(
+        built, "refetch")
+    # an interval on every resample carries no count
+    assert "/300)" not in " ".join(r["delta"] for r in built["table1"].rows)
+
+
+def test_a_three_task_study_marks_nothing_significant_by_default(tmp_path):
+    from forgetting.stats.run import write_stats
+    from forgetting.tables import load_stats_tables
+
+    study = make_study(tmp_path, n_tasks=3)
+    collect(study)
+    write_stats(study)
+    st = load_stats_tables(study)
+    table1 = BUILDERS["table1"](st)
+    raw = [e for e in st.effects.values() if e["metric"] in ("tasks_solved", "turns") and e["significant"]]
+    assert raw, "the synthetic 3-task study has significant results to withhold"
+    cells = " ".join(r["delta"] + r["change"] for r in table1.rows)
+    assert "*" not in cells and "†" not in cells and "‡" in cells
+    assert "‡ the CI excludes the null, but on fewer than 10 paired tasks" in " ".join(table1.notes)
+    # statistics.min_paired_tasks: 0 marks them as computed (a tables-stage setting: no recompute)
+    marked = BUILDERS["table1"](dataclasses.replace(st, settings=dataclasses.replace(st.settings, min_paired_tasks=0)))
+    assert "*" in " ".join(r["delta"] + r["change"] for r in marked.rows)

@@ -116,7 +116,7 @@ def _notes(
     rows = [st.summary[k] for k in st.summary_order]
     notes = [bootstrap_note(st.settings, st.n_tasks)]
     if holm is not None:
-        notes.append(holm.note())
+        notes.extend(holm.notes())
     notes.extend(extra)
     errors = eval_errors_note(st.settings, rows)
     if errors:
