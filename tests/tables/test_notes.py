@@ -42,6 +42,9 @@ def test_bootstrap_settings_appear_in_every_note_and_header():
     built, _ = tables(BASE)
     changed, _ = tables(dataclasses.replace(BASE, resamples=400, seed=9, confidence=0.9))
     for name in BUILDERS:
+        if name == "cost_breakdown":  # point values only (issue 27, item 5)
+            assert "Paired bootstrap" not in notes(built, name) and "no confidence intervals" in notes(built, name)
+            continue
         assert "Paired bootstrap over the 4 tasks: 300 resamples (seed 3), 95 % percentile CIs" in notes(built, name)
         assert "Paired bootstrap over the 4 tasks: 400 resamples (seed 9), 90 % percentile CIs" in notes(changed, name)
     assert "Δ solved [95 % CI]" in headers(built, "table1") and "Δ solved [90 % CI]" in headers(changed, "table1")
@@ -164,3 +167,37 @@ def test_a_three_task_study_marks_nothing_significant_by_default(tmp_path):
     # statistics.min_paired_tasks: 0 marks them as computed (a tables-stage setting: no recompute)
     marked = BUILDERS["table1"](dataclasses.replace(st, settings=dataclasses.replace(st.settings, min_paired_tasks=0)))
     assert "*" in " ".join(r["delta"] + r["change"] for r in marked.rows)
+
+
+def _cost_breakdown(profile: str, baseline_rebilled: float) -> str:
+    """The cost breakdown's notes on the hand study, every run priced under ``profile`` with the
+    baseline's runs re-billing ``baseline_rebilled`` USD each (configurations: 0.05)."""
+    import pyarrow as pa
+
+    from forgetting.schemas import RUN_COSTS_SCHEMA
+
+    runs = runs_table()
+    costs = pa.Table.from_pylist([
+        {**dict.fromkeys(RUN_COSTS_SCHEMA.names), "run_id": r["run_id"], "profile": profile, "calls": 10,
+         "reported_calls": 0, "cost_cached": 0.1, "cost_new": 0.1,
+         "cost_rebilled": baseline_rebilled if r["configuration"] == "baseline" else 0.05,
+         "cost_cache_write": 0.0, "cost_output": 0.1}
+        for r in runs.to_pylist()
+    ], schema=RUN_COSTS_SCHEMA)
+    out = compute_statistics(runs, tool_calls_table(), costs, BASE, profile=profile, task_order=["A", "B", "C", "D"])
+    rules = cache_rules(load_profile(ROOT / f"resources/pricing/{profile}.yaml"))
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], BASE,
+                                 context=NoteContext(pricing=(profile, rules)))
+    return BUILDERS["cost_breakdown"](st).notes
+
+
+def test_the_cost_breakdown_note_says_what_rebilled_is_under_the_primary_profile():
+    paper = _cost_breakdown("paper", 0.0)
+    # a table of point values: its first note says so, not the bootstrap's intervals
+    assert paper[0].startswith("Point values, no confidence intervals") and "Paired bootstrap" not in " ".join(paper)
+    assert "none in the baselines under profile paper" in " ".join(paper)
+    blocks = " ".join(_cost_breakdown("vllm-blocks", 0.02))
+    # under a profile that rounds hits down the baselines re-bill too: 0.02 / 0.32 of their cost
+    assert "none in the baselines" not in blocks
+    assert "because profile vllm-blocks's cache rules (hits from 0 tokens in steps of 16" in blocks
+    assert "(mini-swe-agent 6.2 % of their cost)" in blocks

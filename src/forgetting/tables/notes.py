@@ -215,8 +215,11 @@ def fewer_tasks_note(
     n_tasks: int,
     on_error: str,
     detail: Callable[[Mapping[str, Any]], str] | None = None,
+    *,
+    bootstrap: bool = True,
 ) -> str | None:
-    """The rows computed on fewer tasks than the study has, each with its count (and ``detail``)."""
+    """The rows computed on fewer tasks than the study has, each with its count (and ``detail``;
+    ``bootstrap``: the table has intervals, resampled on those tasks)."""
     short = [r for r in rows if int(r["n_tasks"]) < n_tasks]
     if not short:
         return None
@@ -229,9 +232,13 @@ def fewer_tasks_note(
     listing = ", ".join(one(r) for r in short)
     return (
         f"Computed on fewer than the study's {n_tasks} tasks ({why}; every column of a row on the same "
-        f"tasks, an evaluation on those it and its baseline both have): {listing}. The bootstrap of such a "
-        "row resamples its own K tasks (each resample K draws from those K), not all the study's tasks with "
-        "the others weighing nothing."
+        f"tasks, an evaluation on those it and its baseline both have): {listing}."
+        + (
+            " The bootstrap of such a row resamples its own K tasks (each resample K draws from those K), not "
+            "all the study's tasks with the others weighing nothing."
+            if bootstrap
+            else ""
+        )
     )
 
 
