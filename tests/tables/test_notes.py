@@ -201,3 +201,32 @@ def test_the_cost_breakdown_note_says_what_rebilled_is_under_the_primary_profile
     assert "none in the baselines" not in blocks
     assert "because profile vllm-blocks's cache rules (hits from 0 tokens in steps of 16" in blocks
     assert "(mini-swe-agent 6.2 % of their cost)" in blocks
+
+
+def test_the_cache_validation_gap_shows_its_count_of_resamples():
+    import pyarrow as pa
+
+    from forgetting.schemas import RUN_COSTS_SCHEMA
+
+    runs = runs_table()
+    # tasks C and D report no cached tokens: a resample of those alone has no gap
+    costs = pa.Table.from_pylist([
+        {**dict.fromkeys(RUN_COSTS_SCHEMA.names), "run_id": r["run_id"], "profile": "paper", "calls": 10,
+         "reported_calls": 0 if r["task"] in "CD" else 10,
+         "reported_prompt_tokens": 0 if r["task"] in "CD" else 1000,
+         "reported_cached_tokens": 0 if r["task"] in "CD" else 500,
+         "reconstructed_prompt_tokens": 0 if r["task"] in "CD" else 1000,
+         "reconstructed_cached_tokens": 0 if r["task"] in "CD" else 600, "cost_reported": 1.0,
+         "cost_cache_on_reported": 0.9, "cost_cached": 0.1, "cost_new": 0.1, "cost_rebilled": 0.0,
+         "cost_cache_write": 0.0, "cost_output": 0.1}
+        for r in runs.to_pylist()
+    ], schema=RUN_COSTS_SCHEMA)
+    out = compute_statistics(runs, tool_calls_table(), costs, BASE, profile="paper", task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], BASE,
+                                 validation=out["cache_validation"])
+    undefined = {r["configuration"]: r["n_undefined"] for r in out["cache_validation"].to_pylist()}
+    assert 0 < undefined["baseline"] < 300
+    table = BUILDERS["cache_validation"](st)
+    gaps = [r["gap"] for r in table.rows]
+    assert gaps[0] == f"+10.0 [+10.0, +10.0] ({300 - undefined['baseline']}/300)", gaps
+    assert "(k/300) beside an interval" in " ".join(table.notes)

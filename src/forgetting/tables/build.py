@@ -55,6 +55,7 @@ from forgetting.tables.notes import (
     profiles_text,
     prompt_check_note,
     refetch_rate_text,
+    resamples_note,
     unreported_note,
 )
 from forgetting.tables.stats_tables import StatsTables
@@ -506,12 +507,20 @@ def _share(share: Any) -> str:
     return fmt.number(share * 100, 1) if not fmt.is_missing(share) else fmt.NA
 
 
-def _gap(row: Row) -> str:
-    """The gap in percentage points with its interval (– where no call reported cached tokens)."""
+def _gap(resamples: int) -> Callable[[Row], str]:
+    """The gap in percentage points with its interval (– where no call reported cached tokens)
+    and, where the interval rests on fewer than all ``resamples``, how many."""
     def pp(x: Any) -> Any:
         return None if fmt.is_missing(x) else float(x) * 100
 
-    return fmt.with_interval(pp(row["gap"]), pp(row["gap_ci_low"]), pp(row["gap_ci_high"]), 1, signed=True)
+    def cell(row: Row) -> str:
+        text = fmt.with_interval(pp(row["gap"]), pp(row["gap_ci_low"]), pp(row["gap_ci_high"]), 1, signed=True)
+        undefined = row.get("n_undefined")
+        if text == fmt.NA or fmt.is_missing(undefined):
+            return text
+        return text + fmt.resamples_defined(resamples - int(undefined), resamples)
+
+    return cell
 
 
 def _of(part: str, whole: str) -> Callable[[Row], str]:
@@ -541,7 +550,7 @@ def cache_validation(st: StatsTables) -> Table:
                    align="r"),
             Column("reported", "Reported cached %", data="reported_share", show=_share, align="r"),
             Column("reconstructed", "Reconstructed cached %", data="reconstructed_share", show=_share, align="r"),
-            Column("gap", f"Gap, pp {ci}", data=("gap", "gap_ci_low", "gap_ci_high"), cell=_gap, align="r"),
+            Column("gap", f"Gap, pp {ci}", data=("gap", "gap_ci_low", "gap_ci_high"), cell=_gap(st.settings.resamples), align="r"),
             Column(data=("n_undefined", "runs_without_reports")),
             Column("cost", "Cost rec./rep.", data=("cost_reconstructed", "cost_reported"), cell=_cost_ratio,
                    align="r"),
@@ -576,7 +585,12 @@ def cache_validation(st: StatsTables) -> Table:
         "that reports no cache writes is billed none, so a profile with a write premium costs more in the "
         "reconstruction).",
     ]
-    for note in (profiles_text(st.context), prompt_check_note(st.context, first), unreported_note(first)):
+    defined = [
+        st.settings.resamples - int(r["n_undefined"]) for r in rows
+        if not fmt.is_missing(r.get("gap")) and not fmt.is_missing(r.get("n_undefined")) and int(r["n_undefined"])
+    ]
+    fewer = resamples_note(st.settings, defined) if defined else None
+    for note in (profiles_text(st.context), prompt_check_note(st.context, first), unreported_note(first), fewer):
         if note:
             extra.append(note)
     if not rows:
