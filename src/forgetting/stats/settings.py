@@ -32,7 +32,7 @@ class StatsSettings:
     missing_runs: str
     on_error: str  # evaluation.on_error
     #: the fewest paired tasks on which a table marks a result significant (0: always)
-    min_paired_tasks: int = 10
+    min_paired_tasks: int
 
     @property
     def alpha(self) -> float:
