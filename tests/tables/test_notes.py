@@ -230,3 +230,16 @@ def test_the_cache_validation_gap_shows_its_count_of_resamples():
     gaps = [r["gap"] for r in table.rows]
     assert gaps[0] == f"+10.0 [+10.0, +10.0] ({300 - undefined['baseline']}/300)", gaps
     assert "(k/300) beside an interval" in " ".join(table.notes)
+
+
+def test_a_row_on_fewer_tasks_says_its_bootstrap_resamples_those_tasks():
+    from forgetting.plan import run_id
+
+    out = compute_statistics(runs_table(missing={run_id("mini", DELAYED, "C", 1)}), tool_calls_table(), None, BASE,
+                             task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], BASE)
+    text = " ".join(BUILDERS["table1"](st).notes)
+    assert f"mini/{DELAYED} (3 tasks" in text
+    assert "The bootstrap of such a row resamples its own K tasks (each resample K draws from those K)" in text
+    # the cost breakdown has no bootstrap: its note on fewer tasks says nothing of one
+    assert "resamples its own" not in " ".join(BUILDERS["cost_breakdown"](st).notes)
