@@ -155,6 +155,7 @@ def test_a_significant_result_on_too_few_tasks_is_not_marked():
         settings = StatsSettings.from_section({"resamples": 200, "seed": 1, "min_paired_tasks": threshold})
         t, holm = spec.fill(rows, settings, lambda r, m: effects[r["configuration"]])
         assert [r["e"] for r in t.rows] == shown
+        assert (r"\textsuperscript{\ddag}" in to_latex(t)) == (threshold == 10)
         # the CSV keeps the decisions as computed
         assert [r["e_significant"] for r in _csv(t)] == ["true", "true", "false"]
         notes = " ".join(holm.notes())
