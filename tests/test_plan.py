@@ -75,7 +75,7 @@ def test_plan_cli_prints_summary_and_writes_run_table(run_cli, tmp_path):
 def test_only_narrows_to_one_configuration(run_cli):
     proc = run_cli("plan", "config/config.yaml", "--set", "only=delayed-turn-tool_output-50")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("200 runs · 1 configurations · 2 evaluations")
+    assert proc.stdout.startswith("200 runs · 1 configuration · 2 evaluations")
 
 
 def test_the_policies_overlay_adds_1400_runs_and_keeps_the_paper_runs(run_cli, repo_root):
@@ -87,3 +87,12 @@ def test_the_policies_overlay_adds_1400_runs_and_keeps_the_paper_runs(run_cli, r
     proc = run_cli("plan", "config/config.yaml", "config/policies.yaml")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("10800 runs · 49 configurations · 98 evaluations · 2 agents · 100 tasks")
+
+
+def test_plan_counts_one_of_a_kind_in_the_singular(run_cli):
+    # one agent, one task, one configuration (issue 27, item 8: "1 agents", "1 tasks")
+    proc = run_cli("plan", "config/config.yaml", "--set", "only=delayed-turn-tool_output-50",
+                   "--set", 'agents=["mini"]', "--set", 'tasks={"ids": ["django__django-11099"]}')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("1 run · 1 configuration · 1 evaluation · 1 agent · 1 task · 1 batch\n")
+    assert "1 agents" not in proc.stdout and "1 tasks" not in proc.stdout and "1 batch jobs" not in proc.stdout

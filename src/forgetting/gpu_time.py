@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forgetting.config import Study
+from forgetting.wording import counted
 
 
 @dataclass(frozen=True)
@@ -155,14 +156,15 @@ def plan_lines(study: Study, batch_sizes: Sequence[int]) -> list[str]:
     s = study_time(study, batch_sizes)
     typical = [batch_time(study, n).typical_min for n in batch_sizes]
     lines = [
-        f"GPU time: {s.batches} batch jobs × {s.gpus_per_job} GPU: {s.typical_gpu_h:,.0f}–{s.worst_gpu_h:,.0f} "
+        f"GPU time: {counted(s.batches, 'batch job')} × {s.gpus_per_job} GPU: "
+        f"{s.typical_gpu_h:,.0f}–{s.worst_gpu_h:,.0f} "
         f"GPU-hours (typical: {THROUGHPUT.typical_calls} calls per run, {max(typical):.0f} min per batch; "
         f"worst case: every run at {worst_calls(study)} calls, {s.worst_batch_min:.0f} min; docs/cluster.md)",
         f"time limit per batch job: {s.limit_min} min (execution.batch_runtime_min)",
     ]
     if s.over_limit:
         lines.append(
-            f"note: {s.over_limit} batches could pass their time limit in the worst case; such a job is "
-            "ended at the limit and resubmitted (retries), keeping its finished runs"
+            f"note: {counted(s.over_limit, 'batch', 'batches')} could pass their time limit in the worst case; "
+            "such a job is ended at the limit and resubmitted (retries), keeping its finished runs"
         )
     return lines

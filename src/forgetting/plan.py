@@ -23,6 +23,7 @@ from forgetting.config import Study
 from forgetting.grid import Deletion
 from forgetting.schemas import PLAN_SCHEMA, write_table
 from forgetting.seeds import derive_seed, text_hex
+from forgetting.wording import counted
 
 
 @dataclass(frozen=True)
@@ -122,10 +123,11 @@ class PlanSummary:
     batches: int
 
     def line(self) -> str:
-        return (
-            f"{self.runs} runs · {self.configurations} configurations · {self.evaluations} evaluations · "
-            f"{self.agents} agents · {self.tasks} tasks · {self.batches} batches"
-        )
+        return " · ".join((
+            counted(self.runs, "run"), counted(self.configurations, "configuration"),
+            counted(self.evaluations, "evaluation"), counted(self.agents, "agent"), counted(self.tasks, "task"),
+            counted(self.batches, "batch", "batches"),
+        ))
 
 
 def summarize(study: Study, runs: Sequence[Run] | None = None) -> PlanSummary:

@@ -319,7 +319,7 @@ def test_the_cache_validation_draws_each_profiles_gap_and_counts_what_was_not_re
     n/a in every series and footnoted with that reason — never a point at 0."""
     fig, _ = rendered["cache_validation"]
     legend = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
-    assert legend == list(PROFILES)
+    assert legend == [*PROFILES, "grey rows: tool output scope"]
     bars = [c for ax in fig.axes for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
     drawn = sum(1 for v in stats.validation.values() if v["reported_calls"] and (v["agent"], v["configuration"]) in
                 {(a, n) for a in AGENTS for n in ["baseline", *CONFIGURATIONS]})
@@ -328,3 +328,92 @@ def test_the_cache_validation_draws_each_profiles_gap_and_counts_what_was_not_re
     assert all(abs(x) > 0 for x in xs)  # the test's gaps are never 0: an n/a drew no point there
     (footnote,) = _texts(fig, "footnote")
     assert "3 point(s) n/a: no call of those runs reported cached tokens" in footnote.get_text().replace("\n    ", " ")
+
+
+def _panels_by_section(fig) -> dict[str, list]:
+    """Panels by the section of their title (``agent · section``), in agent order."""
+    out: dict[str, list] = {}
+    for ax in fig.axes:
+        title = ax.get_title(loc="left")
+        if " · " in title:
+            out.setdefault(title.split(" · ", 1)[1], []).append(ax)
+    return out
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_the_agents_panels_share_their_value_axis(rendered, name):
+    """Issue 27, item 8: the two agents' panels side by side read on one scale (today each
+    agent's column had its own x range)."""
+    fig, _ = rendered[name]
+    for section, panels in _panels_by_section(fig).items():
+        assert len(panels) == len(AGENTS)
+        amounts = name == "refetch_by_amount" and section != "beyond the paper"
+        limits = [ax.get_ylim() if amounts else ax.get_xlim() for ax in panels]
+        assert all(lim == pytest.approx(limits[0]) for lim in limits), (section, limits)
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_the_grey_row_band_has_a_legend_entry(rendered, name):
+    from matplotlib.patches import Patch
+
+    fig, _ = rendered[name]
+    banded = {p.get_gid() for ax in fig.axes for p in ax.patches if str(p.get_gid() or "").startswith("scope-band:")}
+    entries = [(t.get_text(), h) for leg in fig.legends for t, h in zip(leg.get_texts(), leg.legend_handles,
+                                                                        strict=True)]
+    band = [(text, h) for text, h in entries if text.startswith("grey rows")]
+    if name == "refetch_by_amount":  # lines by amount: no rows to band
+        assert not banded and not band
+        return
+    assert banded == {"scope-band:tool_output"}
+    assert [text for text, _ in band] == ["grey rows: tool output scope"] and isinstance(band[0][1], Patch)
+
+
+@pytest.mark.parametrize("name", [n for n in FIGURES if n != "refetch_by_amount"])
+def test_a_wrapped_label_sits_at_its_marker(rendered, name):
+    """A two-line row label is centred on its row (today it hung below the marker: its first
+    line's baseline sat on the row)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig, _ = rendered[name]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    wrapped = 0
+    for ax in fig.axes:
+        for t in ax.yaxis.get_major_ticks():
+            label, tick = t.label1, t.get_loc()
+            if not label.get_visible() or "\n" not in label.get_text():
+                continue
+            wrapped += 1
+            box = label.get_window_extent(renderer)
+            row_y = ax.transData.transform((0.0, tick))[1]
+            assert abs((box.y0 + box.y1) / 2 - row_y) < 1.5, (label.get_text(), box, row_y)
+    assert wrapped
+
+
+def test_an_unbounded_ci_draws_what_it_can_and_says_why(rendered):
+    """The re-fetch figure's CI ∞ (2.0 [1.2, ∞], trae's batched policy): the bar to 1.2, an
+    arrow off the axis for the infinite bound, and a footnote that says why it is infinite."""
+    fig, _ = rendered["refetch_by_amount"]
+    (ax,) = [a for a in fig.axes if a.get_title(loc="left") == "Trae agent · beyond the paper"]
+    bars = [c for c in ax.containers if type(c).__name__ == "ErrorbarContainer"]
+    segments = [seg for c in bars for lines in c.lines[2] for seg in lines.get_segments()]
+    assert any(seg[0][0] == pytest.approx(1.2) and seg[1][0] == pytest.approx(2.0) for seg in segments), segments
+    arrows = [t for t in ax.texts if t.get_gid() == "unbounded-ci-arrow"]
+    assert len(arrows) == 1 and arrows[0].xy[0] == 1.0  # to the value axis' far end
+    (footnote,) = _texts(fig, "footnote")
+    assert "the baseline's value is 0 in more resamples than the interval's tail holds" in footnote.get_text(
+    ).replace("\n    ", " ")
+
+
+def test_intervals_on_fewer_resamples_are_counted_in_the_footnote(stats):
+    import dataclasses
+
+    key = ("trae", "delayed-turn-reasoning-100", "refetch_rate")
+    effects = {**stats.effects, key: {**stats.effects[key], "n_undefined": 3489}}
+    fig = build_figure("refetch_by_amount", dataclasses.replace(stats, effects=effects))
+    (footnote,) = _texts(fig, "footnote")
+    text = footnote.get_text().replace("\n    ", " ")
+    assert "1 interval rests on fewer than all 10000 resamples" in text and "the fewest: 6511" in text
+    (plain,) = _texts(build_figure("refetch_by_amount", stats), "footnote")
+    assert "fewer than all" not in plain.get_text()

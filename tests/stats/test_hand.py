@@ -156,3 +156,37 @@ def test_a_study_without_baseline_runs_is_a_one_line_error():
     only_conf = {k: v for k, v in RUNS.items() if k[0] != "baseline"}
     with pytest.raises(RunOutputError, match="no baseline runs"):
         compute_statistics(runs_table(only_conf), None, None, SETTINGS)
+
+
+def _explicit_interval(tasks: str, conf: str, resamples: int, seed: int) -> tuple[float, float]:
+    """The flat-cost ratio's percentile interval from resampling ``tasks`` alone, written out:
+    draw len(tasks) of them with replacement, total each side's per-task mean cost."""
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(tasks), size=(resamples, len(tasks)))
+
+    def cost(c: str, t: str) -> float:
+        return float(np.mean([RUNS[c, t, rep][1] / 10 for rep in (1, 2) if (c, t, rep) in RUNS]))
+
+    ratios = [sum(cost(conf, tasks[i]) for i in row) / sum(cost("baseline", tasks[i]) for i in row) for row in picks]
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+@pytest.mark.parametrize("how", ["missing", "exclude"])
+def test_a_comparison_on_fewer_tasks_resamples_those_tasks_alone(how):
+    # task C's delayed run missing, or its evaluation errored under on_error: exclude: the
+    # delayed comparison is on A, B, D, and each resample draws 3 of those three (not 4 of
+    # the study's four with C's draws weighing nothing)
+    rid = run_id("mini", DELAYED, "C", 1)
+    if how == "missing":
+        runs, settings = runs_table(missing={rid}), SETTINGS
+    else:
+        runs = runs_table(eval_errors={rid})
+        settings = StatsSettings.from_section({"resamples": 500, "seed": 1}, on_error="exclude")
+    _, e = effects_of(settings, runs)
+    row = e[DELAYED, "cost_flat"]
+    assert row["n_tasks"] == 3
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(_explicit_interval("ABD", DELAYED, 500, 1))
+    # the immediate configuration has all four tasks: resampled as before, all four
+    full = e[IMMEDIATE, "cost_flat"]
+    assert (full["ci_low"], full["ci_high"]) == pytest.approx(_explicit_interval("ABCD", IMMEDIATE, 500, 1))

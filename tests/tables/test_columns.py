@@ -124,3 +124,42 @@ def test_every_table_shows_each_heading_and_writes_each_column_once(name):
     assert len(header) == len(set(header)) and len({h.key for h in t.columns}) == len(t.columns)
     assert t.rows and all(list(r) == [h.key for h in t.columns] for r in t.rows)
     assert all(len(r) == len(header) for r in csv.reader(io.StringIO(to_csv(t))))
+
+
+def test_an_interval_on_fewer_than_all_resamples_shows_its_count():
+    # 200 resamples: one effect defined in 131 of them, one in all; an untested one in 150
+    spec = Spec("t", "t", (Estimate("e", "E", "m", data="e"), Estimate("d", "D", "d", data="d", tested=False)),
+                group=lambda r: "")
+    effects = {("a", "m"): {**_effect(2.0, 0.001, True), "n_undefined": 69},
+               ("b", "m"): {**_effect(2.0, 0.001, True), "n_undefined": 0},
+               ("a", "d"): {**_effect(3.0, float("nan"), None), "n_undefined": 50},
+               ("b", "d"): {**_effect(float("nan"), float("nan"), None), "n_undefined": 200}}
+    t, holm = spec.fill([{"configuration": "a"}, {"configuration": "b"}], SETTINGS,
+                        lambda r, m: effects.get((r["configuration"], m)))
+    assert [r["e"] for r in t.rows] == ["2.00 [1.90, 2.10]*† (131/200)", "2.00 [1.90, 2.10]*†"]
+    # an undefined estimate shows – alone: there is no interval to qualify
+    assert [r["d"] for r in t.rows] == ["3.00 [2.90, 3.10] (150/200)", fmt.NA]
+    notes = " ".join(holm.notes())
+    assert "(k/200) beside an interval: it and the p-value rest on the k of the 200 resamples" in notes
+    assert "(2 cells; the fewest: 131/200)" in notes
+
+
+def test_a_significant_result_on_too_few_tasks_is_not_marked():
+    spec = Spec("t", "t", (Estimate("e", "E", "m", data="e"),), group=lambda r: "")
+    rows = [{"configuration": c} for c in ("few", "enough", "few_not_significant")]
+    effects = {"few": {**_effect(2.0, 0.001, True), "n_tasks": 3},
+               "enough": {**_effect(2.0, 0.001, True), "n_tasks": 10},
+               "few_not_significant": {**_effect(1.0, 0.6, False), "n_tasks": 3}}
+    for threshold, shown in ((10, ["2.00 [1.90, 2.10]‡", "2.00 [1.90, 2.10]*†", "1.00 [0.90, 1.10]"]),
+                             (0, ["2.00 [1.90, 2.10]*†", "2.00 [1.90, 2.10]*†", "1.00 [0.90, 1.10]"])):
+        settings = StatsSettings.from_section({"resamples": 200, "seed": 1, "min_paired_tasks": threshold})
+        t, holm = spec.fill(rows, settings, lambda r, m: effects[r["configuration"]])
+        assert [r["e"] for r in t.rows] == shown
+        assert (r"\textsuperscript{\ddag}" in to_latex(t)) == (threshold == 10)
+        # the CSV keeps the decisions as computed
+        assert [r["e_significant"] for r in _csv(t)] == ["true", "true", "false"]
+        notes = " ".join(holm.notes())
+        assert ("‡ the CI excludes the null, but on fewer than 10 paired tasks (statistics.min_paired_tasks; "
+                "1 cell, on 3 tasks)" in notes) == (threshold == 10)
+    with pytest.raises(Exception, match="min_paired_tasks"):
+        StatsSettings.from_section({"min_paired_tasks": -1})

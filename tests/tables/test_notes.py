@@ -42,6 +42,9 @@ def test_bootstrap_settings_appear_in_every_note_and_header():
     built, _ = tables(BASE)
     changed, _ = tables(dataclasses.replace(BASE, resamples=400, seed=9, confidence=0.9))
     for name in BUILDERS:
+        if name == "cost_breakdown":  # point values only (issue 27, item 5)
+            assert "Paired bootstrap" not in notes(built, name) and "no confidence intervals" in notes(built, name)
+            continue
         assert "Paired bootstrap over the 4 tasks: 300 resamples (seed 3), 95 % percentile CIs" in notes(built, name)
         assert "Paired bootstrap over the 4 tasks: 400 resamples (seed 9), 90 % percentile CIs" in notes(changed, name)
     assert "Δ solved [95 % CI]" in headers(built, "table1") and "Δ solved [90 % CI]" in headers(changed, "table1")
@@ -131,3 +134,112 @@ def test_tables_refuse_statistics_computed_with_other_settings(tmp_path, run_cli
         "recompute the statistics (forgetting report CONFIG --only stats)"
     )
     assert run_cli("report", study.source, "--only", "stats", "--only", "tables").returncode == 0
+
+
+def test_intervals_on_fewer_resamples_show_their_count_in_every_table():
+    built, effects = tables(BASE)
+    # the delayed configuration deletes read outputs on A and B only: a resample of C and D alone
+    # has no deleted or kept output, so deleted/kept and the distance are undefined there
+    dvk = effects[DELAYED, "deleted_vs_kept"]
+    assert 0 < dvk["n_undefined"] < 300
+    row = next(r for r in built["refetch"].rows if r["dvk"].startswith("5.00"))
+    assert row["dvk"].endswith(f" ({300 - dvk['n_undefined']}/300)")
+    assert "(k/300) beside an interval: it and the p-value rest on the k of the 300 resamples" in notes(
+        built, "refetch")
+    # an interval on every resample carries no count
+    assert "/300)" not in " ".join(r["delta"] for r in built["table1"].rows)
+
+
+def test_a_three_task_study_marks_nothing_significant_by_default(tmp_path):
+    from forgetting.stats.run import write_stats
+    from forgetting.tables import load_stats_tables
+
+    study = make_study(tmp_path, n_tasks=3)
+    collect(study)
+    write_stats(study)
+    st = load_stats_tables(study)
+    table1 = BUILDERS["table1"](st)
+    raw = [e for e in st.effects.values() if e["metric"] in ("tasks_solved", "turns") and e["significant"]]
+    assert raw, "the synthetic 3-task study has significant results to withhold"
+    cells = " ".join(r["delta"] + r["change"] for r in table1.rows)
+    assert "*" not in cells and "†" not in cells and "‡" in cells
+    assert "‡ the CI excludes the null, but on fewer than 10 paired tasks" in " ".join(table1.notes)
+    # statistics.min_paired_tasks: 0 marks them as computed (a tables-stage setting: no recompute)
+    marked = BUILDERS["table1"](dataclasses.replace(st, settings=dataclasses.replace(st.settings, min_paired_tasks=0)))
+    assert "*" in " ".join(r["delta"] + r["change"] for r in marked.rows)
+
+
+def _cost_breakdown(profile: str, baseline_rebilled: float) -> str:
+    """The cost breakdown's notes on the hand study, every run priced under ``profile`` with the
+    baseline's runs re-billing ``baseline_rebilled`` USD each (configurations: 0.05)."""
+    import pyarrow as pa
+
+    from forgetting.schemas import RUN_COSTS_SCHEMA
+
+    runs = runs_table()
+    costs = pa.Table.from_pylist([
+        {**dict.fromkeys(RUN_COSTS_SCHEMA.names), "run_id": r["run_id"], "profile": profile, "calls": 10,
+         "reported_calls": 0, "cost_cached": 0.1, "cost_new": 0.1,
+         "cost_rebilled": baseline_rebilled if r["configuration"] == "baseline" else 0.05,
+         "cost_cache_write": 0.0, "cost_output": 0.1}
+        for r in runs.to_pylist()
+    ], schema=RUN_COSTS_SCHEMA)
+    out = compute_statistics(runs, tool_calls_table(), costs, BASE, profile=profile, task_order=["A", "B", "C", "D"])
+    rules = cache_rules(load_profile(ROOT / f"resources/pricing/{profile}.yaml"))
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], BASE,
+                                 context=NoteContext(pricing=(profile, rules)))
+    return BUILDERS["cost_breakdown"](st).notes
+
+
+def test_the_cost_breakdown_note_says_what_rebilled_is_under_the_primary_profile():
+    paper = _cost_breakdown("paper", 0.0)
+    # a table of point values: its first note says so, not the bootstrap's intervals
+    assert paper[0].startswith("Point values, no confidence intervals") and "Paired bootstrap" not in " ".join(paper)
+    assert "none in the baselines under profile paper" in " ".join(paper)
+    blocks = " ".join(_cost_breakdown("vllm-blocks", 0.02))
+    # under a profile that rounds hits down the baselines re-bill too: 0.02 / 0.32 of their cost
+    assert "none in the baselines" not in blocks
+    assert "because profile vllm-blocks's cache rules (hits from 0 tokens in steps of 16" in blocks
+    assert "(mini-swe-agent 6.2 % of their cost)" in blocks
+
+
+def test_the_cache_validation_gap_shows_its_count_of_resamples():
+    import pyarrow as pa
+
+    from forgetting.schemas import RUN_COSTS_SCHEMA
+
+    runs = runs_table()
+    # tasks C and D report no cached tokens: a resample of those alone has no gap
+    costs = pa.Table.from_pylist([
+        {**dict.fromkeys(RUN_COSTS_SCHEMA.names), "run_id": r["run_id"], "profile": "paper", "calls": 10,
+         "reported_calls": 0 if r["task"] in "CD" else 10,
+         "reported_prompt_tokens": 0 if r["task"] in "CD" else 1000,
+         "reported_cached_tokens": 0 if r["task"] in "CD" else 500,
+         "reconstructed_prompt_tokens": 0 if r["task"] in "CD" else 1000,
+         "reconstructed_cached_tokens": 0 if r["task"] in "CD" else 600, "cost_reported": 1.0,
+         "cost_cache_on_reported": 0.9, "cost_cached": 0.1, "cost_new": 0.1, "cost_rebilled": 0.0,
+         "cost_cache_write": 0.0, "cost_output": 0.1}
+        for r in runs.to_pylist()
+    ], schema=RUN_COSTS_SCHEMA)
+    out = compute_statistics(runs, tool_calls_table(), costs, BASE, profile="paper", task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], BASE,
+                                 validation=out["cache_validation"])
+    undefined = {r["configuration"]: r["n_undefined"] for r in out["cache_validation"].to_pylist()}
+    assert 0 < undefined["baseline"] < 300
+    table = BUILDERS["cache_validation"](st)
+    gaps = [r["gap"] for r in table.rows]
+    assert gaps[0] == f"+10.0 [+10.0, +10.0] ({300 - undefined['baseline']}/300)", gaps
+    assert "(k/300) beside an interval" in " ".join(table.notes)
+
+
+def test_a_row_on_fewer_tasks_says_its_bootstrap_resamples_those_tasks():
+    from forgetting.plan import run_id
+
+    out = compute_statistics(runs_table(missing={run_id("mini", DELAYED, "C", 1)}), tool_calls_table(), None, BASE,
+                             task_order=["A", "B", "C", "D"])
+    st = StatsTables.from_tables(out["effects"], out["comparisons"], out["summary"], BASE)
+    text = " ".join(BUILDERS["table1"](st).notes)
+    assert f"mini/{DELAYED} (3 tasks" in text
+    assert "The bootstrap of such a row resamples its own K tasks (each resample K draws from those K)" in text
+    # the cost breakdown has no bootstrap: its note on fewer tasks says nothing of one
+    assert "resamples its own" not in " ".join(BUILDERS["cost_breakdown"](st).notes)

@@ -55,6 +55,7 @@ from forgetting.stagelog import StageLog
 from forgetting.stats.labels import GRANULARITY_ORDER, SCOPE_ORDER, agent_label
 from forgetting.tables import load_stats_tables
 from forgetting.tables.build import StatsTables
+from forgetting.tables.columns import too_few_tasks
 from forgetting.tables.format import is_missing
 
 __all__ = ["BUILDERS", "FIGURES", "FIGURE_FORMATS", "FIGURE_WIDTH_IN", "PNG_DPI", "save_figure", "write_figures"]
@@ -151,7 +152,7 @@ def _panels(
 def cost_ratio(st: StatsTables) -> Any:
     from matplotlib.lines import Line2D
 
-    marks = MissingMarks(_ci(st))
+    marks = MissingMarks(_ci(st), st.settings.resamples)
     sections = sections_of(st)
     series = [
         ("cost_flat", "flat pricing", OKABE_ITO["blue"], "o", -0.2),
@@ -161,7 +162,7 @@ def cost_ratio(st: StatsTables) -> Any:
     for ax, agent, section in _panels(st, sections, axes, ref=1.0):
         for k, r in zip(section.positions, section.rows, strict=True):
             for metric, _, colour, marker, dy in series:
-                p = point_of(st.effects.get((agent, r["configuration"], metric)))
+                p = point_of(marks.effect(st.effects.get((agent, r["configuration"], metric))))
                 draw_point(ax, k + dy, p, marks, ref=1.0, colour=colour, marker=marker, size=3.5)
     handles: list[Any] = [Line2D([], [], color=c, marker=m, ls="", label=lab) for _, lab, c, m, _ in series]
     finish_figure(
@@ -177,7 +178,7 @@ def cost_ratio(st: StatsTables) -> Any:
 def tasks_solved(st: StatsTables) -> Any:
     from matplotlib.lines import Line2D
 
-    marks = MissingMarks(_ci(st))
+    marks = MissingMarks(_ci(st), st.settings.resamples)
     sections = sections_of(st)
 
     def solved(agent: str) -> str:
@@ -188,13 +189,19 @@ def tasks_solved(st: StatsTables) -> Any:
     fig, axes = forest(st, sections, xlabel="Δ tasks solved vs baseline")
     for ax, agent, section in _panels(st, sections, axes, ref=0.0):
         for k, r in zip(section.positions, section.rows, strict=True):
-            e = st.effects.get((agent, r["configuration"], "tasks_solved"))
-            significant = bool(e and e.get("significant"))
+            e = marks.effect(st.effects.get((agent, r["configuration"], "tasks_solved")))
+            # filled: significant, on enough paired tasks to say so (statistics.min_paired_tasks)
+            significant = bool(e and e.get("significant")) and too_few_tasks(e, st.settings) is None
             draw_point(ax, k, point_of(e), marks, ref=0.0, colour=_scope_colour(r), marker="o", filled=significant)
     handles = _scope_legend()
     if _has_other_colour(sections):
         handles.append(Line2D([], [], color=OTHER_COLOUR, marker="o", ls="", label="other policy"))
-    handles.append(Line2D([], [], color="#555555", marker="o", mfc="white", ls="", label=f"{_ci(st)} includes 0"))
+    few = any(
+        e.get("significant") and too_few_tasks(e, st.settings) is not None
+        for e in st.effects.values() if e.get("metric") == "tasks_solved"
+    )
+    hollow = f"{_ci(st)} includes 0" + (f", or under {st.settings.min_paired_tasks} tasks" if few else "")
+    handles.append(Line2D([], [], color="#555555", marker="o", mfc="white", ls="", label=hollow))
     finish_figure(
         fig,
         f"Tasks solved: difference to the baseline with {_ci(st)}s",
@@ -226,7 +233,8 @@ def _refetch_amounts(ax: Any, agent: str, section: Section, st: StatsTables, mar
                 continue
             ls, dx = styles[gran]
             xs = [float(r["amount"]) + dx for r in sel]
-            pts = [point_of(st.effects.get((agent, r["configuration"], "refetch_rate")), log=True) for r in sel]
+            pts = [point_of(marks.effect(st.effects.get((agent, r["configuration"], "refetch_rate"))), log=True)
+                   for r in sel]
             ys = [p.estimate if p.estimate is not None else math.nan for p in pts]
             if len(sel) > 1:
                 ax.plot(xs, ys, color=SCOPE_COLOURS[scope], ls=ls, lw=1.1, gid="amount-line")
@@ -258,7 +266,7 @@ def _refetch_policies(ax: Any, agent: str, section: Section, st: StatsTables, ma
     """Policies beyond the paper: one point per configuration, nothing joins them."""
     ax.axvline(1.0, **REFERENCE)
     for k, r in zip(section.positions, section.rows, strict=True):
-        p = point_of(st.effects.get((agent, r["configuration"], "refetch_rate")), log=True)
+        p = point_of(marks.effect(st.effects.get((agent, r["configuration"], "refetch_rate"))), log=True)
         marker = GRANULARITY_MARKERS.get(r.get("granularity") or "", OTHER_MARKER)
         draw_point(ax, k, p, marks, ref=1.0, colour=_scope_colour(r), marker=marker)
     ax.set_xscale("log")
@@ -268,7 +276,7 @@ def _refetch_policies(ax: Any, agent: str, section: Section, st: StatsTables, ma
 def refetch_by_amount(st: StatsTables) -> Any:
     from matplotlib.lines import Line2D
 
-    marks = MissingMarks(_ci(st))
+    marks = MissingMarks(_ci(st), st.settings.resamples)
     sections = sections_of(st)
     fig, axes = forest(
         st,
@@ -277,6 +285,12 @@ def refetch_by_amount(st: StatsTables) -> Any:
         plot_height_in={s.key: 1.3 for s in sections if s.key != "other"},
         share_x=False,
     )
+    # the agents' panels of a section on one value axis (re-fetch ratio: y on the amount panels,
+    # x on the policies'), so they compare side by side
+    for si, section in enumerate(sections):
+        for ai in range(1, len(st.agents)):
+            share = axes[si][ai].sharex if section.key == "other" else axes[si][ai].sharey
+            share(axes[si][0])
     for si, section in enumerate(sections):
         for ai, agent in enumerate(st.agents):
             ax = axes[si][ai]
@@ -308,7 +322,7 @@ def _components(row: Mapping[str, Any] | None, comps: Sequence[str]) -> list[flo
 def cost_breakdown(st: StatsTables) -> Any:
     from matplotlib.patches import Patch
 
-    marks = MissingMarks(_ci(st))
+    marks = MissingMarks(_ci(st), st.settings.resamples)
     sections = sections_of(st, with_baseline=True)
     comps = [
         c for c in COMPONENT_COLOURS if c != "cost_cache_write" or any((r.get(c) or 0) > 0 for r in st.summary.values())
@@ -356,7 +370,7 @@ def cache_validation(st: StatsTables) -> Any:
     """Reconstructed minus reported cached share (percentage points), one series per profile."""
     from matplotlib.lines import Line2D
 
-    marks = MissingMarks(_ci(st))
+    marks = MissingMarks(_ci(st), st.settings.resamples)
     sections = sections_of(st, with_baseline=True)
     profiles = st.profiles
     styles = {p: PROFILE_STYLES[i % len(PROFILE_STYLES)] for i, p in enumerate(profiles)}
@@ -370,7 +384,7 @@ def cache_validation(st: StatsTables) -> Any:
             ax.axvline(0.0, **REFERENCE)
             for k, r in zip(section.positions, section.rows, strict=True):
                 for profile in profiles:
-                    v = st.validation.get((agent, str(r["configuration"]), profile))
+                    v = marks.effect(st.validation.get((agent, str(r["configuration"]), profile)))
                     if v is not None and not v["reported_calls"]:
                         unreported += 1
                     pp = None if v is None else {key: v[key] * 100 for key in ("estimate", "ci_low", "ci_high")}

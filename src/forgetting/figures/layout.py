@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from forgetting.figures.marks import MissingMarks
-from forgetting.naming import configuration_label, is_paper_like, policy_label
+from forgetting.naming import SCOPE_LABELS, configuration_label, is_paper_like, policy_label
 from forgetting.stats.labels import SCOPE_ORDER, TIMING_ORDER, agent_label, configuration_key
 from forgetting.tables.build import StatsTables
 
@@ -127,11 +127,12 @@ def forest(
     decorations = sum(0.28 + (0.34 if (s.key in free or not share_x) else 0.0) for s in sections)
     height = sum(heights) + decorations + (0.34 if share_x else 0.0)
     fig = Figure(figsize=(FIGURE_WIDTH_IN, height), layout="constrained")
+    # one value axis for every panel, so the agents' panels side by side read on one scale
     grid = fig.subplots(
         len(sections),
         len(agents),
         squeeze=False,
-        sharex="col" if share_x else False,
+        sharex="all" if share_x else False,
         gridspec_kw={"height_ratios": heights},
     )
     axes = [list(row) for row in grid]
@@ -146,6 +147,10 @@ def forest(
                 continue
             n = len(section.rows)
             ax.set_yticks(section.positions, section.labels if ai == 0 else [""] * n)
+            # a wrapped label centred on its row (matplotlib's default, center_baseline, puts the
+            # first line's baseline there, so a two-line label hangs below its marker)
+            for label in ax.get_yticklabels():
+                label.set_verticalalignment("center")
             ax.tick_params(axis="y", length=0, labelleft=ai == 0)
             ax.set_ylim(section.top(n) if n else 1.0, 0.0)
             ax.grid(axis="x", color="#dddddd", lw=0.6)
@@ -167,8 +172,29 @@ def scope_bands(ax: Any, section: Section) -> None:
         if i == len(rows) or rows[i].get("scope") != rows[start].get("scope"):
             scope = rows[start].get("scope")
             if scope in SCOPE_ORDER and SCOPE_ORDER.index(scope) % 2 == 1:
-                ax.axhspan(section.top(start), section.top(i), color="#000000", alpha=0.05, lw=0)
+                ax.axhspan(section.top(start), section.top(i), gid=f"scope-band:{scope}", **BAND)
             start = i
+
+
+#: the grey band behind every other scope's rows
+BAND = {"color": "#000000", "alpha": 0.05, "lw": 0}
+
+
+def band_handles(fig: Any) -> list[Any]:
+    """Legend entries for the scope bands the figure drew (one per banded scope): a reader
+    otherwise cannot tell what the grey rows mean."""
+    from matplotlib.patches import Patch
+
+    banded = sorted(
+        {str(p.get_gid()).split(":", 1)[1] for ax in fig.axes for p in ax.patches
+         if str(p.get_gid() or "").startswith("scope-band:")},
+        key=SCOPE_ORDER.index,
+    )
+    return [
+        Patch(facecolor=BAND["color"], alpha=0.12, edgecolor="none",
+              label=f"grey rows: {SCOPE_LABELS.get(scope, scope)} scope", gid="scope-band-legend")
+        for scope in banded
+    ]
 
 
 def finish_figure(
@@ -186,6 +212,7 @@ def finish_figure(
     grows by what they need."""
     lines = [textwrap.fill(t, 110) for t in (title, subtitle, st.provenance) if t]
     fig.suptitle("\n".join(lines), fontsize=9)
+    handles = [*handles, *band_handles(fig)]
     notes = [textwrap.fill(n, FOOTNOTE_CHARS, subsequent_indent="    ") for n in [*marks.footnote(), *notes]]
     note_lines = sum(n.count("\n") + 1 for n in notes)
     width, height = fig.get_size_inches()

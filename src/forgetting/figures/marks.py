@@ -11,7 +11,8 @@ kind               drawn as    when
 ``infinite``       ``∞``       the estimate is an infinite ratio
 ``zero``           ``0``       a ratio of 0 on a log scale, which cannot show it
 ``no_ci``          ``no CI``   the estimate is defined, a CI bound is undefined: point, no bar
-``unbounded_ci``   ``CI ∞``    the estimate is defined, a CI bound is infinite: point, no bar
+``unbounded_ci``   ``CI ∞``    the estimate is defined, a CI bound is infinite: the point, a
+                               bar to its finite bound and an arrow off the axis on the other side
 =================  ==========  ============================================================
 
 Each text is a matplotlib artist with ``gid="missing:<kind>"``, in the colour of the series
@@ -59,16 +60,31 @@ def point_of(effect: Mapping[str, Any] | None, *, log: bool = False) -> Point:
     if lo is None or hi is None or math.isnan(lo) or math.isnan(hi):
         return Point(est, None, None, "no_ci")
     if not (_finite(lo) and _finite(hi)):
-        return Point(est, None, None, "unbounded_ci")
+        # what can be drawn: the bar to the finite bound (the infinite side is an arrow)
+        return Point(est, max(0.0, est - lo) if _finite(lo) else None, max(0.0, hi - est) if _finite(hi) else None,
+                     "unbounded_ci")
     return Point(est, max(0.0, est - lo), max(0.0, hi - est))
 
 
 class MissingMarks:
     """The missing numbers one figure drew, by kind, and the footnote that explains them."""
 
-    def __init__(self, ci: str = "95 % CI") -> None:
+    def __init__(self, ci: str = "95 % CI", resamples: int | None = None) -> None:
         self.ci = ci
         self.counts: Counter[str] = Counter()
+        #: the study's resamples, and the defined resamples of each drawn interval on fewer
+        self.resamples = resamples
+        self.fewer_resamples: list[int] = []
+
+    def effect(self, effect: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """Note an effect about to be drawn: an interval on fewer than all resamples is counted
+        for the footnote (``n_undefined``: the resamples where the statistic is undefined)."""
+        if effect is not None and self.resamples:
+            undefined = effect.get("n_undefined")
+            est = effect.get("estimate")
+            if undefined and est is not None and not math.isnan(est) and int(undefined) < self.resamples:
+                self.fewer_resamples.append(self.resamples - int(undefined))
+        return effect
 
     def text(self, kind: str) -> str:
         self.counts[kind] += 1
@@ -81,9 +97,21 @@ class MissingMarks:
             "infinite": "an infinite ratio: the baseline's value is zero",
             "zero": "a ratio of zero (none at all), which a log scale cannot show; written at its low end",
             "no_ci": f"the {self.ci} is undefined (no bootstrap resample gives a value); the point has no bar",
-            "unbounded_ci": f"the {self.ci} is unbounded (resamples with a baseline of zero); the point has no bar",
+            "unbounded_ci": (
+                f"the {self.ci} is unbounded: the baseline's value is 0 in more resamples than the interval's "
+                "tail holds (e.g. none of the resampled tasks' baseline runs re-fetched), and a ratio to 0 is "
+                "infinite; the bar runs to the finite bound, the arrow off the axis stands for the infinite one"
+            ),
         }
-        return [f"{MARK_TEXT[k]} ({self.counts[k]}×): {why[k]}." for k in MARK_TEXT if self.counts[k]]
+        lines = [f"{MARK_TEXT[k]} ({self.counts[k]}×): {why[k]}." for k in MARK_TEXT if self.counts[k]]
+        if self.fewer_resamples:
+            n = len(self.fewer_resamples)
+            lines.append(
+                f"{n} {'interval rests' if n == 1 else 'intervals rest'} on fewer than all {self.resamples} "
+                "resamples: the statistic is undefined in the others (0/0, e.g. no re-fetch among the resampled "
+                f"tasks), which are left out; the fewest: {min(self.fewer_resamples)}. The tables give each count."
+            )
+        return lines
 
 
 def draw_point(
@@ -152,7 +180,10 @@ def draw_point(
             capsize=0,
         )
         return
-    ax.plot([xy[0]], [xy[1]], ls="none", marker=marker, color=colour, mfc=face, mec=colour, ms=size)
+    if p.mark == "unbounded_ci":
+        _draw_unbounded(ax, pos, p, colour=colour, marker=marker, face=face, size=size, horizontal=horizontal)
+    else:
+        ax.plot([xy[0]], [xy[1]], ls="none", marker=marker, color=colour, mfc=face, mec=colour, ms=size)
     ax.annotate(
         marks.text(p.mark),
         xy,
@@ -164,3 +195,25 @@ def draw_point(
         color=colour,
         gid=f"missing:{p.mark}",
     )
+
+
+def _draw_unbounded(
+    ax: Any, pos: float, p: Point, *, colour: str, marker: str, face: str, size: float, horizontal: bool
+) -> None:
+    """A point whose CI has an infinite bound: a bar to the finite bound (when it has one) and
+    an arrow from the point off the value axis' end on the infinite side."""
+    assert p.estimate is not None
+    xy = (p.estimate, pos) if horizontal else (pos, p.estimate)
+    below = [p.below or 0.0]
+    above = [p.above or 0.0]
+    bars = [below, above] if (p.below or p.above) else None
+    ax.errorbar([xy[0]], [xy[1]], xerr=bars if horizontal else None, yerr=None if horizontal else bars,
+                fmt=marker, color=colour, mfc=face, mec=colour, ms=size, lw=1, capsize=0)
+    for side, end in (("below", 0.0), ("above", 1.0)):
+        if getattr(p, side) is not None:
+            continue
+        target = (end, pos) if horizontal else (pos, end)
+        ax.annotate("", xy=target, xycoords=ax.get_yaxis_transform() if horizontal else ax.get_xaxis_transform(),
+                    xytext=xy, textcoords="data", gid="unbounded-ci-arrow",
+                    arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1, "shrinkA": 0, "shrinkB": 0,
+                                "mutation_scale": 6})

@@ -25,6 +25,7 @@ __all__ = [
     "percentile_interval",
     "resample_indices",
     "resample_weights",
+    "subset_weights",
     "weighted_median",
 ]
 
@@ -48,6 +49,22 @@ def weights_from_indices(indices: np.ndarray, n_tasks: int) -> np.ndarray:
 def resample_weights(n_tasks: int, resamples: int, seed: int) -> np.ndarray:
     """The bootstrap's task multiplicities; see the module docstring."""
     return weights_from_indices(resample_indices(n_tasks, resamples, seed), n_tasks)
+
+
+def subset_weights(mask: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The bootstrap's multiplicities when only the tasks in ``mask`` (n,) take part: each
+    resample draws ``K = mask.sum()`` tasks with replacement from those ``K`` (the same draws,
+    ``resample_weights(K, …)``, scattered into their columns), the other columns 0. With every
+    task in the mask it equals :func:`resample_weights` of all of them, so a study without
+    excluded or missing tasks resamples exactly as before. Resampling all ``n`` tasks and
+    giving the absent ones zero weight instead would make the effective sample size of a
+    resample random (binomial around ``K``) rather than ``K``, widening the intervals."""
+    mask = np.asarray(mask, dtype=bool)
+    k = int(mask.sum())
+    out = np.zeros((resamples, mask.size), dtype=np.int32)
+    if k:
+        out[:, mask] = resample_weights(k, resamples, seed)
+    return out
 
 
 def ones_weights(n_tasks: int) -> np.ndarray:

@@ -24,7 +24,7 @@ as the tools text) and the costs of those calls priced both ways (``cost_reporte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -63,13 +63,15 @@ def compute_cache_validation(
     runs: pa.Table,
     run_costs: pa.Table,
     data: StudyData,
-    weights: np.ndarray,
+    weights: Callable[[np.ndarray], np.ndarray],
     confidence: float,
     profiles: Sequence[str] = (),
 ) -> pa.Table:
     """One row per (agent, configuration, profile) (:data:`CACHE_VALIDATION_SCHEMA`).
 
-    ``weights`` is the study's ``(R, n_tasks)`` bootstrap weight matrix over ``data.tasks``;
+    ``weights`` gives the study's ``(R, n_tasks)`` bootstrap weight matrix over ``data.tasks``
+    for a task mask: a row resamples the tasks its configuration has runs of, those alone
+    (:meth:`forgetting.stats.comparisons.Bootstrap.weights_for`);
     ``profiles`` the order of the profiles (others of ``run_costs`` follow, sorted)."""
     present = runs.filter(pc.not_equal(pc.fill_null(runs.column("status"), ""), "missing"))
     task_index = {t: i for i, t in enumerate(data.tasks)}
@@ -109,7 +111,7 @@ def compute_cache_validation(
                 means[:, k] = np.bincount(tix, weights=values[:, k], minlength=n)
             means = np.where(counts[:, None] > 0, means / np.maximum(counts, 1)[:, None], 0.0)
             reported, rebuilt = _shares(ones @ means)
-            boot_reported, boot_rebuilt = _shares(weights @ means)
+            boot_reported, boot_rebuilt = _shares(weights(counts > 0) @ means)
             samples = boot_rebuilt - boot_reported
             lo, hi = percentile_interval(samples, confidence)
             point = ones @ means

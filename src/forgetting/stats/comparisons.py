@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from forgetting.grid import BASELINE
 from forgetting.naming import is_paper_like
-from forgetting.stats.bootstrap import bootstrap_p, ones_weights, percentile_interval, resample_weights
+from forgetting.stats.bootstrap import bootstrap_p, ones_weights, percentile_interval, resample_weights, subset_weights
 from forgetting.stats.labels import agent_key, configuration_key
 from forgetting.stats.metrics import Group, StudyData, group_statistics
 from forgetting.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
@@ -97,7 +97,12 @@ def effect_samples(
 
 
 class Bootstrap:
-    """The study's resampling and a cache of group statistics per task mask."""
+    """The study's resampling and a cache of group statistics per task mask.
+
+    A comparison on ``K`` of the study's ``n`` tasks (the others missing, or excluded for an
+    evaluation error) resamples those ``K`` (:meth:`weights_for`); every comparison on the
+    same tasks shares one weight matrix, so comparisons between configurations stay paired.
+    """
 
     def __init__(self, data: StudyData, settings: StatsSettings) -> None:
         self.data = data
@@ -106,15 +111,28 @@ class Bootstrap:
         self.weights = resample_weights(data.n_tasks, settings.resamples, settings.seed).astype(np.float64)
         self.ones = ones_weights(data.n_tasks).astype(np.float64)
         self._cache: dict[tuple[tuple[str, str], bytes], tuple[dict, dict]] = {}
+        self._weights: dict[bytes, np.ndarray] = {}
+
+    def weights_for(self, mask: np.ndarray) -> np.ndarray:
+        """The ``(R, n)`` multiplicities of a resample of the tasks in ``mask`` alone
+        (:func:`~forgetting.stats.bootstrap.subset_weights`; all tasks: :attr:`weights`)."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.all():
+            return self.weights
+        key = np.packbits(mask).tobytes()
+        if key not in self._weights:
+            self._weights[key] = subset_weights(mask, self.settings.resamples, self.settings.seed).astype(np.float64)
+        return self._weights[key]
 
     def statistics(
         self, group: Group, mask: np.ndarray
     ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """(point, bootstrap) statistics of ``group`` on the tasks in ``mask``."""
+        """(point, bootstrap) statistics of ``group`` on the tasks in ``mask``, the bootstrap
+        resampling those tasks alone."""
         key = (group.key, np.packbits(mask).tobytes())
         if key not in self._cache:
             point = group_statistics(group, self.ones, self.settings, mask)
-            boot = group_statistics(group, self.weights, self.settings, mask)
+            boot = group_statistics(group, self.weights_for(mask), self.settings, mask)
             self._cache[key] = (point, boot)
         return self._cache[key]
 

@@ -92,7 +92,7 @@ def compute_statistics(
         components = cost_components(runs, run_costs, profile, data)
     boot = Bootstrap(data, settings)
     validation = (
-        compute_cache_validation(runs, run_costs, data, boot.weights, settings.confidence, profiles)
+        compute_cache_validation(runs, run_costs, data, boot.weights_for, settings.confidence, profiles)
         if run_costs is not None
         else CACHE_VALIDATION_SCHEMA.empty_table()
     )

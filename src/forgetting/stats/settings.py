@@ -17,7 +17,7 @@ from forgetting import config_schema
 STATS_STAGE: tuple[str, ...] = (
     "resamples", "seed", "confidence", "baseline_median", "refetch_rate", "cost_statistic", "on_error",
 )
-TABLES_STAGE: tuple[str, ...] = ("holm_family",)
+TABLES_STAGE: tuple[str, ...] = ("holm_family", "min_paired_tasks")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,8 @@ class StatsSettings:
     holm_family: str
     missing_runs: str
     on_error: str  # evaluation.on_error
+    #: the fewest paired tasks on which a table marks a result significant (0: always)
+    min_paired_tasks: int
 
     @property
     def alpha(self) -> float:
@@ -59,6 +61,7 @@ class StatsSettings:
             baseline_median=str(s["baseline_median"]), refetch_rate=str(s["refetch_rate"]),
             cost_statistic=str(s["cost_statistic"]), holm_family=str(s["holm_family"]),
             missing_runs=str(s["missing_runs"]), on_error=str(evaluation["on_error"]),
+            min_paired_tasks=int(s["min_paired_tasks"]),
         )
 
 

@@ -55,6 +55,7 @@ from forgetting.tables.notes import (
     profiles_text,
     prompt_check_note,
     refetch_rate_text,
+    resamples_note,
     unreported_note,
 )
 from forgetting.tables.stats_tables import StatsTables
@@ -110,13 +111,16 @@ def _notes(
     holm: Holm | None,
     extra: Sequence[str] = (),
     detail: Callable[[Mapping[str, Any]], str] | None = None,
+    *,
+    intervals: bool = True,
 ) -> list[str]:
     """The notes every table carries, then the table's own (``extra``); ``detail`` adds to each
-    row named as computed on fewer tasks."""
+    row named as computed on fewer tasks. A table without ``intervals`` says so where the others
+    describe their bootstrap."""
     rows = [st.summary[k] for k in st.summary_order]
-    notes = [bootstrap_note(st.settings, st.n_tasks)]
+    notes = [bootstrap_note(st.settings, st.n_tasks) if intervals else NO_INTERVALS_NOTE]
     if holm is not None:
-        notes.append(holm.note())
+        notes.extend(holm.notes())
     notes.extend(extra)
     errors = eval_errors_note(st.settings, rows)
     if errors:
@@ -126,7 +130,7 @@ def _notes(
             "Configurations beyond the paper's grid show their policy in the Timing column "
             "(config/README.md, policies beyond the paper)."
         )
-    fewer = fewer_tasks_note(rows, st.n_tasks, st.settings.on_error, detail)
+    fewer = fewer_tasks_note(rows, st.n_tasks, st.settings.on_error, detail, bootstrap=intervals)
     if fewer:
         notes.append(fewer)
     if st.provenance:
@@ -328,13 +332,54 @@ def cost_breakdown(st: StatsTables) -> Table:
                 if st.settings.cost_statistic == "median"
                 else ""
             )
-            + "). Cached: prompt prefix shared with an earlier prompt of the run; new: tokens of "
-            "messages new in the call; re-billed: content sent before but billed at the full input price "
-            "again because deletion broke the prefix (none in the baseline); output: generated tokens. "
-            "Shares in % of the configuration's own cost.",
+            + "). Cached: prompt prefix the profile's cache serves; new: tokens of messages new in the call; "
+            f"{rebilled_text(st)} Output: generated tokens. Shares in % of the configuration's own cost.",
         ],
+        intervals=False,
     )
     return t
+
+
+#: the first note of a table of point values (where the others describe their bootstrap)
+NO_INTERVALS_NOTE = (
+    "Point values, no confidence intervals: each row's figures on the tasks of its row, nothing resampled "
+    "(Table II gives the caching-aware cost ratio with its CI)."
+)
+
+
+def rebilled_text(st: StatsTables) -> str:
+    """What re-billed means under the primary profile the costs were computed with, from the
+    baselines' own re-billed cost: none under the paper's lower bound (an append-only history
+    keeps every earlier prompt a prefix), some under rules that serve less of an unbroken prefix."""
+    bases = [b for b in (st.baseline(a) for a in st.agents) if b is not None]
+    profile = next((str(b["pricing_profile"]) for b in bases if b.get("pricing_profile")), None)
+    if profile is None and st.context.pricing is not None:
+        profile = st.context.pricing[0]
+    named = f"profile {profile}" if profile else "the primary profile"
+    head = "re-billed: content sent before but billed at the full input price again"
+    shares = [
+        (b, float(b["cost_rebilled"]) / total)
+        for b in bases
+        if not fmt.is_missing(b.get("cost_rebilled"))
+        and (total := sum(float(b.get(c) or 0) for _, c, _ in _COST_PARTS))
+    ]
+    if not shares:
+        return f"{head}, because a rewrite broke the cached prefix or {named}'s cache did not serve it."
+    positive = [(b, share) for b, share in shares if float(b["cost_rebilled"]) > 0]
+    if not positive:
+        return (
+            f"{head}, because deletion broke the cached prefix: none in the baselines under {named}, whose "
+            "histories only grow, so every earlier prompt stays a prefix of the next."
+        )
+    rules = st.context.pricing[1] if st.context.pricing is not None and st.context.pricing[0] == profile else ()
+    why = f" ({'; '.join(rules)})" if rules else ""
+    listing = ", ".join(f"{agent_label(b['agent'])} {share * 100:.1f} %" for b, share in positive)
+    return (
+        f"{head}: because deletion broke the cached prefix, or because {named}'s cache rules{why} serve less "
+        f"than the whole unbroken prefix. The baselines, which delete nothing, re-bill for the second reason "
+        f"alone ({listing} of their cost), so only a configuration's re-billed share beyond its baseline's is "
+        "owed to deletion."
+    )
 
 
 def _fixed(row: Row) -> str:
@@ -462,12 +507,20 @@ def _share(share: Any) -> str:
     return fmt.number(share * 100, 1) if not fmt.is_missing(share) else fmt.NA
 
 
-def _gap(row: Row) -> str:
-    """The gap in percentage points with its interval (– where no call reported cached tokens)."""
+def _gap(resamples: int) -> Callable[[Row], str]:
+    """The gap in percentage points with its interval (– where no call reported cached tokens)
+    and, where the interval rests on fewer than all ``resamples``, how many."""
     def pp(x: Any) -> Any:
         return None if fmt.is_missing(x) else float(x) * 100
 
-    return fmt.with_interval(pp(row["gap"]), pp(row["gap_ci_low"]), pp(row["gap_ci_high"]), 1, signed=True)
+    def cell(row: Row) -> str:
+        text = fmt.with_interval(pp(row["gap"]), pp(row["gap_ci_low"]), pp(row["gap_ci_high"]), 1, signed=True)
+        undefined = row.get("n_undefined")
+        if text == fmt.NA or fmt.is_missing(undefined):
+            return text
+        return text + fmt.resamples_defined(resamples - int(undefined), resamples)
+
+    return cell
 
 
 def _of(part: str, whole: str) -> Callable[[Row], str]:
@@ -497,7 +550,8 @@ def cache_validation(st: StatsTables) -> Table:
                    align="r"),
             Column("reported", "Reported cached %", data="reported_share", show=_share, align="r"),
             Column("reconstructed", "Reconstructed cached %", data="reconstructed_share", show=_share, align="r"),
-            Column("gap", f"Gap, pp {ci}", data=("gap", "gap_ci_low", "gap_ci_high"), cell=_gap, align="r"),
+            Column("gap", f"Gap, pp {ci}", data=("gap", "gap_ci_low", "gap_ci_high"), cell=_gap(st.settings.resamples),
+                   align="r"),
             Column(data=("n_undefined", "runs_without_reports")),
             Column("cost", "Cost rec./rep.", data=("cost_reconstructed", "cost_reported"), cell=_cost_ratio,
                    align="r"),
@@ -532,7 +586,12 @@ def cache_validation(st: StatsTables) -> Table:
         "that reports no cache writes is billed none, so a profile with a write premium costs more in the "
         "reconstruction).",
     ]
-    for note in (profiles_text(st.context), prompt_check_note(st.context, first), unreported_note(first)):
+    defined = [
+        st.settings.resamples - int(r["n_undefined"]) for r in rows
+        if not fmt.is_missing(r.get("gap")) and not fmt.is_missing(r.get("n_undefined")) and int(r["n_undefined"])
+    ]
+    fewer = resamples_note(st.settings, defined) if defined else None
+    for note in (profiles_text(st.context), prompt_check_note(st.context, first), unreported_note(first), fewer):
         if note:
             extra.append(note)
     if not rows:

@@ -21,7 +21,7 @@ import forgetting.tables.format as fmt
 from forgetting.grid import BASELINE
 from forgetting.stats.holm import holm_adjust
 from forgetting.stats.settings import StatsSettings
-from forgetting.tables.notes import ci_header, holm_note
+from forgetting.tables.notes import ci_header, few_tasks_note, holm_note, resamples_note
 from forgetting.tables.writers import Heading, Table, latex_escape
 
 #: a table's row: a summary row of the statistics (or a comparison), with any fields a table adds
@@ -91,6 +91,13 @@ class Estimate:
         e = effects(row, self.metric)
         return None if e is None or (self.undefined_is_none and fmt.is_missing(e["estimate"])) else e
 
+    def defined(self, e: Mapping[str, Any] | None, resamples: int) -> str:
+        """`` (6511/10000)`` when the effect's interval rests on fewer than all ``resamples``
+        (the statistic undefined in the others: ``n_undefined``), else nothing."""
+        if e is None or fmt.is_missing(e.get("estimate")) or fmt.is_missing(e.get("n_undefined")):
+            return ""
+        return fmt.resamples_defined(resamples - int(e["n_undefined"]), resamples)
+
     def view(self, row: Row, e: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         """The cell (before its marks) and the CSV values (before the Holm decisions) of ``row``."""
         if row.get("configuration") == BASELINE:
@@ -112,13 +119,18 @@ class Estimate:
 class Holm:
     """Collects the p-values of one table and adjusts them per family: with
     ``statistics.holm_family: column`` each family is one ``unit`` (a column, or a comparison
-    kind within a column), with ``table`` the whole table."""
+    kind within a column), with ``table`` the whole table. It also counts what the table's
+    notes must explain: the cells whose interval rests on fewer than all resamples
+    (``fewer_resamples``: their counts of defined resamples) and the marks withheld on fewer
+    than ``statistics.min_paired_tasks`` tasks (``withheld``: their task counts)."""
 
     def __init__(self, table: str, settings: StatsSettings, unit: str = "column") -> None:
         self.table = table
         self.settings = settings
         self.unit = unit
         self._tests: list[tuple[str, float]] = []
+        self.fewer_resamples: list[int] = []
+        self.withheld: list[int] = []
 
     def add(self, family: str, p: Any) -> int:
         key = family if self.settings.holm_family == "column" else self.table
@@ -144,6 +156,24 @@ class Holm:
 
     def note(self) -> str:
         return holm_note(self.settings, self.sizes(), self.unit, fmt.RAW_MARK, fmt.HOLM_MARK)
+
+    def notes(self) -> list[str]:
+        """The Holm note, then what the counts above call for (:mod:`forgetting.tables.notes`)."""
+        out = [self.note()]
+        if self.withheld:
+            out.append(few_tasks_note(self.settings, self.withheld))
+        if self.fewer_resamples:
+            out.append(resamples_note(self.settings, self.fewer_resamples))
+        return out
+
+
+def too_few_tasks(e: Mapping[str, Any], settings: StatsSettings) -> int | None:
+    """The effect's paired tasks when they are fewer than ``statistics.min_paired_tasks`` (its
+    significance is then not marked), else None (also when the effect does not say)."""
+    n = e.get("n_tasks")
+    if fmt.is_missing(n) or int(n) >= settings.min_paired_tasks:
+        return None
+    return int(n)
 
 
 def _by_metric(row: Row, metric: str) -> str:
@@ -182,7 +212,9 @@ class Spec:
         )
         tested = any(isinstance(c, Estimate) and c.tested for c in self.columns)
         holm = Holm(self.name, settings, self.unit) if tested else None
-        pending: list[tuple[int, Estimate, int, bool | None]] = []  # marked once Holm has every test
+        # marked once Holm has every test: (row, column, test, raw decision, the effect's tasks
+        # when too few to mark, the count of defined resamples)
+        pending: list[tuple[int, Estimate, int, bool | None, int | None, str]] = []
         for row in rows:
             cells: dict[str, str] = {}
             data: dict[str, Any] = {}
@@ -192,19 +224,30 @@ class Spec:
                 else:
                     e = c.effect(row, effects)
                     text, values = c.view(row, e)
+                    count = c.defined(e, settings.resamples) if text != fmt.NA else ""
+                    if count and holm is not None:
+                        holm.fewer_resamples.append(settings.resamples - int(e["n_undefined"]))  # type: ignore[index]
                     if e is not None and holm is not None and c.tested:
                         test = holm.add(self.family(row, c.metric), e.get("p_value"))
-                        pending.append((len(table.rows), c, test, e.get("significant")))
+                        few = too_few_tasks(e, settings)
+                        pending.append((len(table.rows), c, test, e.get("significant"), few, count))
+                    else:
+                        text += count
                 if c.key:
                     cells[c.key] = text
                 data.update(values)
             table.add(cells, data, group=self.group(row))
         if holm is not None:
             adjusted, reject = holm.resolve()
-            for i, c, test, raw in pending:
+            for i, c, test, raw, few, count in pending:
                 holm_sig = bool(raw is True and reject[test])
                 if table.rows[i][c.key] != fmt.NA:
-                    table.rows[i][c.key] += fmt.marks(raw, holm_sig)
+                    if few is not None and raw is True:
+                        table.rows[i][c.key] += fmt.FEW_TASKS_MARK
+                        holm.withheld.append(few)
+                    else:
+                        table.rows[i][c.key] += fmt.marks(raw, holm_sig)
+                    table.rows[i][c.key] += count
                 table.data[i][c.data + "_p_holm"] = adjusted[test]
                 table.data[i][c.data + "_significant_holm"] = holm_sig if raw is not None else None
         return table, holm

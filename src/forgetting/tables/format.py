@@ -11,6 +11,8 @@ from typing import Any
 #: raw significance (the CI excludes the null) and after Holm–Bonferroni
 RAW_MARK = "*"
 HOLM_MARK = "†"
+#: the CI excludes the null, but on fewer than ``statistics.min_paired_tasks`` tasks: no mark
+FEW_TASKS_MARK = "‡"
 NA = "–"
 
 
@@ -41,6 +43,11 @@ def count(x: Any) -> str:
 
 def marks(raw: Any, holm: Any) -> str:
     return (RAW_MARK if raw is True else "") + (HOLM_MARK if holm is True else "")
+
+
+def resamples_defined(defined: int, resamples: int) -> str:
+    """`` (6511/10000)``: an interval on ``defined`` of ``resamples``; nothing when on all."""
+    return "" if defined >= resamples else f" ({defined}/{resamples})"
 
 
 def with_interval(estimate: Any, lo: Any, hi: Any, digits: int = 2, *, signed: bool = False) -> str:

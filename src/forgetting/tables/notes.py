@@ -158,6 +158,38 @@ def holm_note(
     return f"{marks}{holm_mark} also significant after Holm–Bonferroni over {family}."
 
 
+def resamples_note(settings: StatsSettings, defined: Sequence[int]) -> str:
+    """What a count such as ``(6511/10000)`` beside an interval means (``defined``: the counts
+    of defined resamples of the cells that show one)."""
+    r = settings.resamples
+    fewest = min(defined)
+    cells = "cell" if len(defined) == 1 else "cells"
+    return (
+        f"(k/{r}) beside an interval: it and the p-value rest on the k of the {r} resamples in which the "
+        "statistic is defined; in the others it is undefined and left out — 0/0 (e.g. no read, no re-fetch or "
+        "no deleted read output among the resampled tasks, on the configuration's side or the baseline's) or, "
+        "in a paired difference, ∞ − ∞. Those resamples are not a random share of all: they are the ones "
+        "whose tasks show the behaviour, so a k well below "
+        f"{r} makes the interval conditional on it and the mark less reliable than its level says "
+        f"({len(defined)} {cells}; the fewest: {fewest}/{r}). No count: all {r} resamples."
+    )
+
+
+def few_tasks_note(settings: StatsSettings, withheld: Sequence[int]) -> str:
+    """Why a ``‡`` stands where a significance mark would (``withheld``: the tasks of each)."""
+    n = settings.min_paired_tasks
+    cells = "cell" if len(withheld) == 1 else "cells"
+    tasks = sorted(set(withheld))
+    on = f"{tasks[0]}" if len(tasks) == 1 else f"{tasks[0]}–{tasks[-1]}"
+    return (
+        f"‡ the CI excludes the null, but on fewer than {n} paired tasks (statistics.min_paired_tasks; "
+        f"{len(withheld)} {cells}, on {on} tasks): no significance is claimed. A percentile bootstrap over "
+        "so few tasks draws from few distinct resamples and its intervals are too narrow, so it marks "
+        "far more often than its level says (docs/statistics.md, 'Too few tasks to mark'); the CSV keeps "
+        "the decisions as computed."
+    )
+
+
 def eval_errors_note(settings: StatsSettings, rows: Sequence[Mapping[str, Any]]) -> str | None:
     """What the evaluation errors were and what they count as (``evaluation.on_error``)."""
     hit = [r for r in rows if int(r.get("n_eval_errors") or 0)]
@@ -183,8 +215,11 @@ def fewer_tasks_note(
     n_tasks: int,
     on_error: str,
     detail: Callable[[Mapping[str, Any]], str] | None = None,
+    *,
+    bootstrap: bool = True,
 ) -> str | None:
-    """The rows computed on fewer tasks than the study has, each with its count (and ``detail``)."""
+    """The rows computed on fewer tasks than the study has, each with its count (and ``detail``;
+    ``bootstrap``: the table has intervals, resampled on those tasks)."""
     short = [r for r in rows if int(r["n_tasks"]) < n_tasks]
     if not short:
         return None
@@ -198,6 +233,12 @@ def fewer_tasks_note(
     return (
         f"Computed on fewer than the study's {n_tasks} tasks ({why}; every column of a row on the same "
         f"tasks, an evaluation on those it and its baseline both have): {listing}."
+        + (
+            " The bootstrap of such a row resamples its own K tasks (each resample K draws from those K), not "
+            "all the study's tasks with the others weighing nothing."
+            if bootstrap
+            else ""
+        )
     )
 
 

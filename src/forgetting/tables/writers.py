@@ -88,6 +88,7 @@ _LATEX_ESCAPES = {
     "^": r"\textasciicircum{}",
     "Δ": r"$\Delta$",
     "†": r"\textsuperscript{\dag}",
+    "‡": r"\textsuperscript{\ddag}",
     "–": "--",
     "−": "-",
     "∞": r"$\infty$",
