@@ -223,3 +223,19 @@ def test_the_hub_out_of_reach_is_one_line_saying_what_to_do(tmp_path, run_cli):
                            "the Hugging Face hub (")
     assert line.endswith("fetch a file elsewhere with `forgetting dataset fetch --out FILE` and point "
                          "dataset.instances at it")
+
+
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.parquet"])
+def test_dataset_fetch_writes_a_file_the_loader_reads_back_the_same(rows, parquet, tmp_path, run_cli, name):
+    repo = tmp_path / "SWE-bench_Verified"  # the hub repository's layout, read by datasets offline
+    (repo / "data").mkdir(parents=True)
+    shutil.copy(parquet, repo / "data" / "test-00000-of-00001.parquet")
+    out = tmp_path / name
+    done = run_cli("dataset", "fetch", "--name", str(repo), "--out", str(out), env={"HF_HOME": str(tmp_path / "hf")})
+    assert done.returncode == 0, done.stderr
+    assert f"500 instances of {repo} (test) -> {out}" in done.stdout
+    assert "note: rows lack eval_script, eval_type, image, log_parser" in done.stdout
+    again = read_instances(out)
+    assert list(again) == list(rows)
+    for iid in ("django__django-11099", "sympy__sympy-20590", "pytest-dev__pytest-5262"):
+        assert again[iid].row == rows[iid].row

@@ -140,7 +140,8 @@ def fetch_instances(
     out: Path, *, name: str = DEFAULT_DATASET, split: str = DEFAULT_SPLIT
 ) -> tuple[int, list[str]]:
     """Download a SWE-bench dataset split with the ``datasets`` package and write it to ``out``
-    as JSONL (atomically). Returns the row count and the harness fields the rows lack."""
+    (atomically): as Parquet when ``out`` ends in ``.parquet``, else as JSONL. Returns the row
+    count and the harness fields the rows lack."""
     from forgetting.evaluation.grading import missing_harness_fields  # imports swebench: only a fetch needs it
 
     try:
@@ -158,8 +159,14 @@ def fetch_instances(
             f"({type(exc).__name__}: {reason}); run it on a machine with network access and copy {out} here"
         ) from None
     rows = [dict(row) for row in dataset]
-    with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n")
+    if out.suffix.lower() in PARQUET_SUFFIXES:  # read back as Parquet (read_rows): written as Parquet
+        import pyarrow.parquet as pq
+
+        with atomic_path(out) as tmp:
+            pq.write_table(dataset.data.table, tmp)
+    else:
+        with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, sort_keys=True, ensure_ascii=False, default=str) + "\n")
     lacking = sorted({f for row in rows for f in missing_harness_fields(row)})
     return len(rows), lacking
