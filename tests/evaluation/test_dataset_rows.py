@@ -6,6 +6,7 @@ into an Instance; a row missing what a stage needs is one line naming row, field
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections import Counter
@@ -170,6 +171,12 @@ def test_a_file_named_parquet_that_is_not_one_is_one_line(tmp_path):
     path.write_text('{"instance_id": "a__b-1"}\n')
     with pytest.raises(ResourceError, match=r"rows\.parquet: not a readable Parquet file of dataset rows"):
         read_instances(path)
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    for odd in (tmp_path, tmp_path / "fifo.jsonl"):  # a directory, a FIFO: refused without reading
+        with pytest.raises(ResourceError, match="not a regular file"):
+            read_instances(odd)
+    with pytest.raises(ResourceError, match="instances file not found"):
+        read_instances(tmp_path / "gone.parquet")
 
 
 def test_the_hub_is_read_with_the_datasets_package(rows, parquet, tmp_path):

@@ -108,6 +108,8 @@ def read_rows(source: DatasetSource) -> list[tuple[str, Any]]:
     """The raw rows of ``source``, each with where it came from (``FILE row N``)."""
     if isinstance(source, HubDataset):
         return list(_hub_rows(source))
+    if source.exists() and not source.is_file():
+        raise ResourceError(f"{source}: not a regular file (dataset.instances names a Parquet or JSONL file of rows)")
     if not source.is_file():
         raise ResourceError(
             f"{source}: SWE-bench instances file not found (dataset.instances); fetch it with "
