@@ -18,7 +18,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("dataset", help="SWE-bench dataset rows: fetch", description=__doc__)
     dsub = p.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
     f = dsub.add_parser("fetch", help="download the dataset rows as JSONL (needs network)")
-    f.add_argument("--out", default=DEFAULT_OUT, help=f"output JSONL file (default: {DEFAULT_OUT})")
+    f.add_argument("--out", default=DEFAULT_OUT,
+                   help=f"output file: Parquet if it ends in .parquet, else JSONL (default: {DEFAULT_OUT})")
     f.add_argument(
         "--name", default=DEFAULT_DATASET, help=f"Hugging Face dataset (default: {DEFAULT_DATASET})"
     )

@@ -1,5 +1,9 @@
 """``forgetting plan CONFIG [OVERLAY ...] [--out runs.parquet]``: the study's run table and its summary.
 
+Where the study's SWE-bench rows are at hand (``dataset.instances``: a file that exists, or
+``hf:NAME``), the task list is checked against them — every task a row, its repository the
+id's — and counted per repository.
+
 For a study served by vLLM it also prints the GPU time as a range, typical to worst case, and
 each batch job's time limit (docs/cluster.md, *GPU time*: ``forgetting.gpu_time``)."""
 
@@ -20,6 +24,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from forgetting.evaluation.instances import check_task_list
     from forgetting.gpu_time import plan_lines
     from forgetting.inputs import check_output_file
     from forgetting.plan import plan_batches, summarize, write_run_table
@@ -27,7 +32,10 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_output_file(args.out, "--out")
     study = study_from_args(args)
+    checked = check_task_list(study)
     print(summarize(study).line())
+    for line in checked.lines() if checked is not None else ():
+        print(line)
     for line in plan_lines(study, [len(b.runs) for b in plan_batches(study)]):
         print(line)
     if args.out:

@@ -30,14 +30,12 @@ from swebench.harness.constants import (
 from swebench.harness.grading import get_eval_tests_report, get_logs_eval, get_resolution_status
 from swebench.harness.infra_failure import classify_logs
 from swebench.harness.log_parsers import PARSER_REGISTRY
+from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
 from swebench.harness.utils import make_test_spec
 from swebench.types import TestSpec
 
 from forgetting.errors import ResourceError
-
-#: the columns swebench 5.x reads from a dataset row to run and grade it (``make_test_spec``);
-#: classic rows (princeton-nlp/SWE-bench_Verified) lack them
-HARNESS_FIELDS = ("image", "eval_script", "log_parser", "eval_type")
+from forgetting.evaluation.instance_record import HARNESS_FIELDS, lacking_message
 
 
 def parse_test_ids(value: Any) -> list[str]:
@@ -54,15 +52,23 @@ def missing_harness_fields(instance: Mapping[str, Any]) -> list[str]:
 def require_harness_fields(
     instances: Mapping[str, Mapping[str, Any]], *, backend: str, optional: Sequence[str] = ()
 ) -> None:
-    """A one-line error naming the first row that lacks what ``backend`` needs."""
+    """A one-line error naming the first row that lacks what ``backend`` needs: the row, the
+    fields, the stage, and which dataset to load instead."""
     for instance_id, row in instances.items():
         lacking = [f for f in missing_harness_fields(row) if f not in optional]
         if lacking:
-            raise ResourceError(
-                f"instance {instance_id}: its dataset row lacks {', '.join(lacking)}, which the {backend} "
-                "backend needs (a classic princeton-nlp row?); fetch SWE-bench/SWE-bench_Verified "
-                "with `forgetting dataset fetch`"
-            )
+            raise ResourceError(lacking_message(instance_id, row, lacking, f"the {backend} evaluation"))
+
+
+def repository_parser(repo: str | None) -> str | None:
+    """The name (in ``PARSER_REGISTRY``) of swebench's log parser for ``repo`` — its
+    ``MAP_REPO_TO_PARSER_PY``, the parser the harness used for that repository before the rows
+    named theirs (classic rows name none). Aliases share one function, so any name of it grades
+    alike; the first registered is taken."""
+    function = MAP_REPO_TO_PARSER_PY.get(repo or "")
+    if function is None:
+        return None
+    return next(name for name, f in PARSER_REGISTRY.items() if f is function)
 
 
 def spec_for(
@@ -75,13 +81,16 @@ def spec_for(
 
     A full swebench 5.x row goes through swebench's own ``make_test_spec``. Other rows (the
     demo tasks, classic rows used for grading only) get a TestSpec built by hand from the
-    fields they have: ``eval_script_list`` is the script the caller runs,
-    ``default_log_parser`` the parser when the row names none, and the evaluation type
-    defaults to swebench's ``pass_and_fail``.
+    fields they have: ``eval_script_list`` is the script the caller runs; the log parser is the
+    row's, else swebench's for the row's repository (:func:`repository_parser`), else
+    ``default_log_parser``; the evaluation type defaults to swebench's ``pass_and_fail``.
     """
     if eval_script_list is None and not missing_harness_fields(instance):
         return make_test_spec(dict(instance))
-    log_parser = instance.get("log_parser") or default_log_parser
+    lacking = [f for f in (FAIL_TO_PASS, PASS_TO_PASS) if instance.get(f) is None]
+    if lacking:  # no test list is not an empty one: it would grade anything resolved
+        raise ResourceError(lacking_message(str(instance.get("instance_id")), instance, lacking, "grading"))
+    log_parser = instance.get("log_parser") or repository_parser(instance.get("repo")) or default_log_parser
     if not log_parser:
         raise ValueError(f"instance {instance.get('instance_id')!r} names no log_parser")
     if log_parser not in PARSER_REGISTRY:
@@ -143,7 +152,8 @@ def verdict_from_log(spec: TestSpec, log_path: Path, *, timed_out: bool) -> LogV
     """The report status of a finished (or killed) eval run whose output is ``log_path``.
 
     A patch that does not apply is marked by swebench's ``>>>>> Patch Apply Failed`` line;
-    a log without both test-output markers means the tests never ran (a harness error);
+    a log without both test-output markers means the tests never ran, or that the log is cut
+    short after they started (an evaluation error either way, never "unresolved");
     tests that ran but left nothing swebench can read count as unresolved, as in swebench.
     """
     text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
@@ -153,9 +163,12 @@ def verdict_from_log(spec: TestSpec, log_path: Path, *, timed_out: bool) -> LogV
         return LogVerdict("timeout", True, grade_log(spec, log_path) if log_path.is_file() else None)
     if START_TEST_OUTPUT not in text or END_TEST_OUTPUT not in text:
         applied = True if APPLY_PATCH_PASS in text else None
-        return LogVerdict(
-            "error", applied, None, note="the tests never ran: no test-output markers in the log"
+        note = (
+            f"the log is cut short: the tests started but the log ends before {END_TEST_OUTPUT!r}"
+            if START_TEST_OUTPUT in text
+            else "the tests never ran: no test-output markers in the log"
         )
+        return LogVerdict("error", applied, None, note=note)
     grade = grade_log(spec, log_path)
     note = None
     if not grade.tests_parsed:

@@ -51,6 +51,7 @@ from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, temp_
 from forgetting.runner.settings import RunnerSettings
 from forgetting.runner.trae import check_ready
 from forgetting.runner.versions import agent_version, model_version, pipeline_version
+from forgetting.runner.workspace import check_task_rows
 from forgetting.stagelog import StageLog
 
 #: how often the batch looks at its runs and its model server
@@ -424,6 +425,7 @@ def run_batch(
         if runner.report.skipped:
             say.line(f"{batch.key}: {runner.report.skipped} of {len(batch.runs)} runs finished before; kept")
         if todo:
+            check_task_rows(settings, {r.task for r in todo})
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
             with _scratch(settings, batch) as scratch:

@@ -21,6 +21,7 @@ from forgetting import config_schema
 from forgetting.agents import MINI_AGENTS
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError
+from forgetting.evaluation.dataset_file import DatasetSource, dataset_source
 from forgetting.evaluation.settings import EvalSettings
 from forgetting.model_server import served_name_of
 
@@ -92,7 +93,7 @@ class RunnerSettings:
     scratch_dir: Path
     model: Mapping[str, Any]
     dataset_kind: str
-    instances: Path
+    instances: DatasetSource  # the demo's tasks directory; a file or the hub for swebench
     image_dir: Path
     apptainer: str
     apptainer_exec_args: tuple[str, ...]
@@ -143,7 +144,8 @@ class RunnerSettings:
             scratch_dir=Path(_expand(scratch)) if scratch else Path(tempfile.gettempdir()),
             model=model,
             dataset_kind=str(dataset["kind"]),
-            instances=_rooted(root, dataset["instances"]),
+            instances=(_rooted(root, dataset["instances"]) if dataset["kind"] == "demo" else
+                       dataset_source(str(dataset["instances"]), root=root, split=str(dataset["split"]))),
             image_dir=evaluation.image_dir,
             apptainer=evaluation.apptainer.executable,
             apptainer_exec_args=evaluation.apptainer.exec_args,

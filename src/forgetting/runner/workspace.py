@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forgetting.demo.tasks import checkout, load_instance
-from forgetting.errors import UserError
-from forgetting.evaluation.dataset_file import read_jsonl_instances
+from forgetting.errors import ResourceError, UserError
+from forgetting.evaluation.dataset_file import read_instances
+from forgetting.evaluation.instance_record import require
 from forgetting.evaluation.settings import sif_path
 from forgetting.runner.outcome import InfraFailure
 from forgetting.runner.settings import RunnerSettings
@@ -51,13 +52,34 @@ class Workspace:
 
 
 def problem_statement(settings: RunnerSettings, task: str) -> str:
-    """The task's issue text, as the agent receives it."""
+    """The task's issue text, as the agent receives it: the row's ``problem_statement``
+    exactly, as SWE-bench's own runners hand it over — mini-swe-agent's
+    ``run/benchmarks/swebench.py`` passes ``instance["problem_statement"]`` to
+    ``agent.run`` (the ``{{task}}`` of its ``instance_template``); Trae's
+    ``evaluation/utils.py`` writes it unchanged to the file ``trae-cli run --file`` reads.
+    Nothing is stripped or re-encoded (many rows end in a newline, half of them carry the
+    issue's ``\\r\\n``)."""
     if settings.dataset_kind == "demo":
         return str(load_instance(settings.instances, task)["problem_statement"])
-    rows = read_jsonl_instances(settings.instances, {task})
+    rows = read_instances(settings.instances, {task})
     if task not in rows:
         raise InfraFailure(f"{settings.instances}: no instance {task!r}")
-    return str(rows[task]["problem_statement"])
+    require({task: rows[task]}, "the agent run")
+    return str(rows[task].problem_statement)
+
+
+def check_task_rows(settings: RunnerSettings, tasks: set[str]) -> None:
+    """Before a batch starts its model server: every task's row is in ``dataset.instances``
+    and has a problem statement (one :class:`~forgetting.errors.ResourceError` line naming
+    the file, the row and the field otherwise). Demo tasks are read by each run."""
+    if settings.dataset_kind == "demo" or not tasks:
+        return
+    rows = read_instances(settings.instances, tasks)
+    missing = sorted(tasks - set(rows))
+    if missing:
+        raise ResourceError(f"{settings.instances}: no instance {missing[0]!r}; is dataset.instances the "
+                            "SWE-bench Verified file?")
+    require(rows, "the agent run")
 
 
 #: the time stamp of every file of a fresh demo checkout (2026-01-01T00:00:00Z)
