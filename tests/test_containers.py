@@ -161,7 +161,7 @@ def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_pat
     target = tmp_path / "img" / "mini-swe-agent.sif"
     log = tmp_path / "logs" / "build.log"
     assert build_image(definition_path("mini-swe-agent"), target, settings, log=log) == target
-    assert b"placeholder SIF of mini-swe-agent.def" in target.read_bytes()
+    assert definition_path("mini-swe-agent").read_bytes() in target.read_bytes()  # the SIF's definition file
     (call,) = calls_of(calls)
     assert call[:2] == ["build", "--fakeroot"] and call[-1] == str(definition_path("mini-swe-agent"))
     assert Path(call[-2]).name.startswith(".mini-swe-agent.sif.")  # built under a temporary name

@@ -7,12 +7,23 @@ cluster a run starts it *inside the task's SWE-bench instance image*, with that 
 in, so its bash tool works in ``/testbed`` with the task's environment (docs/runs.md)::
 
     apptainer exec --contain --cleanenv --fakeroot --writable-tmpfs --pwd /testbed \\
-        --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:image-src=/opt/trae-agent \\
+        --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:id=N,image-src=/opt/trae-agent \\
         --env BASH_ENV=/root/.bashrc INSTANCE.sif /opt/trae-agent/bin/trae-cli run \\
         --file /forgetting-run/task.txt --working-dir /testbed \\
         --config-file /forgetting-run/trae_config.yaml --must-patch \\
         --patch-path /forgetting-run/patch.diff --trajectory-file /forgetting-run/trajectory.json \\
         --console-type simple
+
+The prefix is an *image bind* of the Trae image's root file system partition, named by its
+descriptor ID (``id=N``, :func:`prefix_bind`). Without ``id=``, Apptainer mounts the image's
+first *data* partition, and an image made by ``apptainer build`` has none (only its root file
+system, a primary system partition), so the exec would stop with "no data partition found"
+(Apptainer's internal/pkg/runtime/engine/apptainer/container_linux.go, addImageBindMount: with
+``id`` > 0 the partition of that ID among all of them, else the first of
+``GetDataPartitions``; pkg/image/sif.go files the primary system partition under root-file-system
+use only). The ID depends on what the build stored before the partition (the definition file,
+its JSON objects: Apptainer's own e2e test binds its test image with ``id=4``,
+e2e/actions/actions.go "SifWithID"), so it is read from the image's descriptors, not assumed.
 
 For demo tasks (local checkouts, tests) ``agent.trae.executable`` is started directly with
 the checkout as working directory. The model provider is Trae's ``openrouter`` provider,
@@ -35,7 +46,7 @@ import yaml
 
 from forgetting.agents import TRAE_PREFIX, TRAE_TOOLS
 from forgetting.atomic import write_text
-from forgetting.errors import ConfigError, RunOutputError
+from forgetting.errors import ConfigError, ResourceError, RunOutputError
 from forgetting.layout import PATCH, TRAJECTORY
 from forgetting.records.trae import TraeTrajectory, parse_trae
 from forgetting.runner.context import RunContext
@@ -50,6 +61,7 @@ from forgetting.runner.outcome import (
     is_context_overflow,
 )
 from forgetting.runner.settings import RunnerSettings
+from forgetting.sif import read_sif
 
 TASK_FILE = "task.txt"
 CONFIG_FILE = "trae_config.yaml"
@@ -109,12 +121,25 @@ def check_ready(settings: RunnerSettings) -> None:
     where = t.apptainer_image or t.install_dir
     if not Path(str(where)).exists():
         raise ConfigError(f"agent.trae: {where} not found; build the image first (docs/cluster.md)")
+    prefix_bind(settings)  # the image has the partition the bind names
 
 
-def _prefix_bind(settings: RunnerSettings) -> str:
+def prefix_bind(settings: RunnerSettings) -> str:
+    """The ``--bind`` of Trae's prefix: ``IMAGE:/opt/trae-agent:id=N,image-src=/opt/trae-agent``,
+    N the descriptor ID of the image's root file system (module docstring), or a host directory
+    read-only. An image without one (not made by ``apptainer build``) is one error line."""
     t = settings.trae
     if t.apptainer_image is not None:
-        return f"{t.apptainer_image}:{TRAE_PREFIX}:image-src={TRAE_PREFIX}"
+        try:
+            ident = read_sif(t.apptainer_image).partition_id
+        except ResourceError as exc:
+            raise ConfigError(f"agent.trae.apptainer_image: {exc}") from None
+        if ident is None:
+            raise ConfigError(
+                f"agent.trae.apptainer_image: {t.apptainer_image} has no root file system partition to bind "
+                "/opt/trae-agent from; build it with `apptainer build` from containers/trae-agent.def"
+            )
+        return f"{t.apptainer_image}:{TRAE_PREFIX}:id={ident},image-src={TRAE_PREFIX}"
     return f"{t.install_dir}:{TRAE_PREFIX}:ro"
 
 
@@ -138,7 +163,7 @@ def command(ctx: RunContext) -> list[str]:
         settings.apptainer, "exec", *settings.apptainer_exec_args,
         "--pwd", ws.cwd,
         "--bind", f"{ctx.out}:{MOUNT}",
-        "--bind", _prefix_bind(settings),
+        "--bind", prefix_bind(settings),
         "--env", "BASH_ENV=/root/.bashrc",  # the instance image's `conda activate testbed`
         str(ws.image),
         *cli,
