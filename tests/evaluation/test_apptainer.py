@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
 from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.errors import ResourceError, UserError
@@ -25,10 +26,12 @@ from forgetting.evaluation.apptainer import (
     pull_image,
 )
 from forgetting.evaluation.evaluate import evaluate_patch
+from forgetting.evaluation.grading import spec_for, verdict_from_log
 from forgetting.evaluation.scripts import apply_and_eval_script
 from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
 from forgetting.instance_images import InstanceImages
 from forgetting_testkit import evaltask, fakes
+from forgetting_testkit.fakes.apptainer_exec import can_mount as fakes_can_mount
 from forgetting_testkit.sif import write_sif
 
 FAKE = fakes.APPTAINER
@@ -230,3 +233,46 @@ def test_a_pulled_image_of_another_architecture_is_an_error(row, fake, tmp_path,
                                             r"\(evaluation.instance_images.architecture: arm64\)"):
         pull_image(row, old.parent, settings.apptainer, images)
     assert old.is_file()  # the user's file is left alone; the message says what to do
+
+
+#: the gold fix plus a conftest.py that writes 80 MiB into the working tree when the tests start:
+#: more than Apptainer's default session (64 MiB) holds under --writable-tmpfs
+FILLS_THE_LAYER = evaltask.patch("gold") + """diff --git a/conftest.py b/conftest.py
+new file mode 100644
+index 0000000..1111111
+--- /dev/null
++++ b/conftest.py
+@@ -0,0 +1,2 @@
++with open("scratch.bin", "wb") as fh:
++    fh.write(bytes(80 * 1024 * 1024))
+"""
+
+
+@pytest.mark.skipif(not fakes_can_mount(), reason="the double makes writes past the writable layer fail only "
+                    "as root (a size-limited tmpfs, as in CI); here it cannot")
+def test_a_full_writable_layer_is_an_evaluation_error_not_unresolved(row, fake, tmp_path):
+    """The tests ran and failed, but because the container's writable layer was full (ENOSPC):
+    an evaluation error (evaluation.on_error decides), never a verdict on the patch."""
+    settings, _ = fake
+    report = evaluate_patch(row, FILLS_THE_LAYER, ApptainerBackend(settings), out_dir=tmp_path / "full")
+    log = (tmp_path / "full" / "eval" / "test_output.txt").read_text()
+    assert "No space left on device" in log
+    assert report.status == "error" and "infrastructure failure in the log: no_space_left" in report.error
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ("OSError: [Errno 28] No space left on device: 'x.pyc'", "no_space_left"),
+    ("/forgetting/run.sh: line 20:  4242 Killed                  pytest tests", "killed"),
+    ("Killed", "killed"),
+    ("FATAL:   could not open image /sif/x.sif: failed to retrieve path for /sif/x.sif", "apptainer_failed"),
+    ("MemoryError\nCannot allocate memory", "out_of_memory"),
+])
+def test_infrastructure_failures_in_a_log_are_errors(row, tmp_path, line, reason):
+    spec = spec_for(row)
+    log = tmp_path / "test_output.txt"
+    passed = "\n".join(f"PASSED {t}" for t in spec.FAIL_TO_PASS + spec.PASS_TO_PASS)
+    log.write_text(f">>>>> Applied Patch (git apply)\n{START_TEST_OUTPUT}\n{passed}\n{line}\n{END_TEST_OUTPUT}\n")
+    verdict = verdict_from_log(spec, log, timed_out=False)
+    assert (verdict.status, verdict.note) == ("error", f"infrastructure failure in the log: {reason}")
+    log.write_text(f">>>>> Applied Patch (git apply)\n{START_TEST_OUTPUT}\n{passed}\n{END_TEST_OUTPUT}\n")
+    assert verdict_from_log(spec, log, timed_out=False).status != "error"  # the same log, intact
