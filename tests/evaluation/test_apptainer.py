@@ -68,7 +68,7 @@ def test_pull_command_exactly():
 def test_exec_command_exactly():
     cmd = exec_command(
         Path("/sif/django__django-11099.sif"), Path("/res/runs/mini/baseline/t/1/eval"),
-        ApptainerSettings.from_section(),
+        ApptainerSettings.from_section(), ["--overlay", "/s/l/overlay.img", "--workdir", "/s/l/work"],
     )
     assert cmd == [
         "apptainer",
@@ -76,7 +76,7 @@ def test_exec_command_exactly():
         "--contain",
         "--cleanenv",
         "--fakeroot",
-        "--writable-tmpfs",
+        "--overlay", "/s/l/overlay.img", "--workdir", "/s/l/work",
         "--pwd",
         "/testbed",
         "--bind",
@@ -163,7 +163,7 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_TESTBED", str(testbed))
     settings = EvalSettings.from_section({
         "backend": "apptainer", "timeout_s": 60, "image_dir": str(tmp_path / "sif"),
-        "apptainer": {"executable": str(exe)},
+        "apptainer": {"executable": str(exe), "scratch_dir": str(tmp_path / "scratch")},
     })
     return settings, calls
 
@@ -182,17 +182,23 @@ def test_backend_pulls_once_runs_the_rows_eval_script_and_grades(row, fake, tmp_
     assert report.status == "resolved", (tmp_path / "run" / "eval" / "test_output.txt").read_text()
     assert report.tests["FAIL_TO_PASS"]["failure"] == [] and len(report.tests["FAIL_TO_PASS"]["success"]) == 2
     sif = settings.image_dir / "demo__calc-1.sif"
-    pull, run = calls_of(calls)
+    pull, create, run = calls_of(calls)
     partial = Path(pull[-2])  # pulled to a temporary name, then renamed into place
     assert partial.parent == sif.parent and partial.name.startswith(".demo__calc-1.sif.")
     assert pull == pull_command(row, partial, settings.apptainer, settings.images)[1:] and sif.is_file()
     assert pull[-1] == settings.images.uri("demo__calc-1")
-    assert run == exec_command(sif, (out / "eval").resolve(), settings.apptainer)[1:]
+    # its own writable layer on scratch: an 8 GiB sparse overlay image, /tmp in its work directory
+    layer = Path(create[-1]).parent
+    assert create[:-1] == ["overlay", "create", "--sparse", "--size", "8192", "--fakeroot"]
+    assert layer.parent == tmp_path / "scratch" / "apptainer" / "layers"
+    assert run == exec_command(sif, (out / "eval").resolve(), settings.apptainer,
+                               ["--overlay", create[-1], "--workdir", str(layer / "work")])[1:]
+    assert not layer.exists()  # removed with the evaluation
     # the eval script is swebench's make_test_spec of the row: the exit code is recorded
     assert "SWEBENCH_TEST_EXIT_CODE=$?" in (out / "eval" / "eval.sh").read_text()
     report = evaluate_patch(row, evaltask.patch("wrong"), backend, out_dir=tmp_path / "run2")
     assert report.status == "unresolved"
-    assert [c[0] for c in calls_of(calls)] == ["pull", "exec", "exec"]  # the image is pulled once
+    assert [c[0] for c in calls_of(calls)] == ["pull", "overlay", "exec", "overlay", "exec"]  # pulled once
 
 
 def test_backend_patch_failure_and_timeout(row, fake, tmp_path, monkeypatch):
@@ -250,14 +256,20 @@ index 0000000..1111111
 
 @pytest.mark.skipif(not fakes_can_mount(), reason="the double makes writes past the writable layer fail only "
                     "as root (a size-limited tmpfs, as in CI); here it cannot")
-def test_a_full_writable_layer_is_an_evaluation_error_not_unresolved(row, fake, tmp_path):
+@pytest.mark.parametrize("mib", [0, 64])
+def test_a_full_writable_layer_is_an_evaluation_error_not_unresolved(row, fake, tmp_path, mib):
     """The tests ran and failed, but because the container's writable layer was full (ENOSPC):
-    an evaluation error (evaluation.on_error decides), never a verdict on the patch."""
+    Apptainer's 64 MiB session under --writable-tmpfs (``writable_layer_mib: 0``, the layer of
+    8c875c1), or an overlay image too small. An evaluation error (evaluation.on_error decides),
+    never a verdict on the patch; the default layer (8 GiB) holds it."""
     settings, _ = fake
-    report = evaluate_patch(row, FILLS_THE_LAYER, ApptainerBackend(settings), out_dir=tmp_path / "full")
+    small = replace(settings, apptainer=replace(settings.apptainer, writable_layer_mib=mib))
+    report = evaluate_patch(row, FILLS_THE_LAYER, ApptainerBackend(small), out_dir=tmp_path / "full")
     log = (tmp_path / "full" / "eval" / "test_output.txt").read_text()
     assert "No space left on device" in log
     assert report.status == "error" and "infrastructure failure in the log: no_space_left" in report.error
+    report = evaluate_patch(row, FILLS_THE_LAYER, ApptainerBackend(settings), out_dir=tmp_path / "roomy")
+    assert report.status == "resolved"
 
 
 @pytest.mark.parametrize(("line", "reason"), [

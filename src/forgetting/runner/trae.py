@@ -6,7 +6,8 @@ needs Python ≥ 3.12 and is not on PyPI, so it lives in its own image
 cluster a run starts it *inside the task's SWE-bench instance image*, with that prefix bound
 in, so its bash tool works in ``/testbed`` with the task's environment (docs/runs.md)::
 
-    apptainer exec --contain --cleanenv --fakeroot --writable-tmpfs --pwd /testbed \\
+    apptainer exec --contain --cleanenv --fakeroot --overlay LAYER/overlay.img --workdir LAYER/work \\
+        --pwd /testbed \\
         --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:id=N,image-src=/opt/trae-agent \\
         --env BASH_ENV=/root/.bashrc INSTANCE.sif /opt/trae-agent/bin/trae-cli run \\
         --file /forgetting-run/task.txt --working-dir /testbed \\
@@ -34,11 +35,13 @@ file, so they are removed from the agent's environment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,7 @@ import yaml
 from forgetting.agents import TRAE_PREFIX, TRAE_TOOLS
 from forgetting.atomic import write_text
 from forgetting.errors import ConfigError, ResourceError, RunOutputError
+from forgetting.evaluation.layer import writable_layer
 from forgetting.layout import PATCH, TRAJECTORY
 from forgetting.records.trae import TraeTrajectory, parse_trae
 from forgetting.runner.context import RunContext
@@ -143,8 +147,9 @@ def prefix_bind(settings: RunnerSettings) -> str:
     return f"{t.install_dir}:{TRAE_PREFIX}:ro"
 
 
-def command(ctx: RunContext) -> list[str]:
-    """The exact command line that starts the agent for this run."""
+def command(ctx: RunContext, layer: Sequence[str] = ("--writable-tmpfs",)) -> list[str]:
+    """The exact command line that starts the agent for this run; ``layer``: the options of its
+    writable layer (:func:`forgetting.evaluation.layer.writable_layer`)."""
     settings, ws = ctx.settings, ctx.workspace
     inside = MOUNT if not ws.local else str(ctx.out)
     cli = [
@@ -160,7 +165,7 @@ def command(ctx: RunContext) -> list[str]:
     if ws.local:
         return cli
     return [
-        settings.apptainer, "exec", *settings.apptainer_exec_args,
+        settings.apptainer, "exec", *settings.apptainer_exec_args, *layer,
         "--pwd", ws.cwd,
         "--bind", f"{ctx.out}:{MOUNT}",
         "--bind", prefix_bind(settings),
@@ -212,27 +217,17 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
     out = ctx.out
     write_text(out / TASK_FILE, ctx.task_text)
     write_text(out / CONFIG_FILE, yaml.safe_dump(trae_config(ctx.settings, ctx.model_url), sort_keys=False))
-    cmd = command(ctx)
-    print(f"$ {' '.join(cmd)}", flush=True)
-    sys.stdout.flush()
-    try:
-        process = subprocess.Popen(
-            cmd,
-            cwd=ctx.workspace.path if ctx.workspace.local else out,
-            env=agent_env(ctx.workspace.local, ctx.settings.fixed_test_durations),
-            stdout=sys.stdout.fileno(),
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    except OSError as exc:
-        raise InfraFailure(f"could not start {cmd[0]}: {exc.strerror or exc}") from None
-    timed_out = False
-    try:
-        exit_code = process.wait(timeout=ctx.settings.run_timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        process.kill()
-        exit_code = process.wait()
+    with contextlib.ExitStack() as stack:
+        layer: Sequence[str] = ()
+        env = agent_env(ctx.workspace.local, ctx.settings.fixed_test_durations)
+        if not ctx.workspace.local:
+            apptainer = ctx.settings.apptainer_settings
+            try:
+                layer = stack.enter_context(writable_layer(apptainer, f"trae-{out.name}"))
+            except ResourceError as exc:
+                raise InfraFailure(f"writable layer: {exc}") from None
+            env = apptainer.environ(env)
+        exit_code, timed_out = _start_and_wait(command(ctx, layer), ctx, env)
     # apptainer's own failures (image not found, bind refused) exit 255 before the agent starts
     trajectory = out / TRAJECTORY
     try:
@@ -255,6 +250,27 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
         agent_exit_code=exit_code,
         extra={"agent_calls": len(traj.interactions) if traj is not None else 0},
     )
+
+
+def _start_and_wait(cmd: list[str], ctx: RunContext, env: dict[str, str]) -> tuple[int, bool]:
+    print(f"$ {' '.join(cmd)}", flush=True)
+    sys.stdout.flush()
+    try:
+        process = subprocess.Popen(
+            cmd,
+            cwd=ctx.workspace.path if ctx.workspace.local else ctx.out,
+            env=env,
+            stdout=sys.stdout.fileno(),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        raise InfraFailure(f"could not start {cmd[0]}: {exc.strerror or exc}") from None
+    try:
+        return process.wait(timeout=ctx.settings.run_timeout_s), False
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(), True
 
 
 def _read_trajectory(path: Path) -> TraeTrajectory | None:
