@@ -50,6 +50,10 @@ def sif_arch(path: Path) -> str | None:
     return names.get(raw[45:47], "unknown")
 
 
+#: global options before the command that change only what apptainer prints
+GLOBAL_FLAGS = ("--quiet", "-q", "--silent", "-s", "--verbose", "-v", "--debug", "-d", "--nocolor")
+
+
 def cache_root() -> Path:
     """Apptainer's cache (internal/pkg/cache/cache.go: getCacheParentDir, then SubDirName)."""
     parent = os.environ.get("APPTAINER_CACHEDIR") or str(Path.home() / ".apptainer")
@@ -132,6 +136,8 @@ def main(argv: list[str]) -> int:
     if os.environ.get("FAKE_APPTAINER_CALLS"):
         with open(os.environ["FAKE_APPTAINER_CALLS"], "a", encoding="utf-8") as fh:
             fh.write(json.dumps(argv) + "\n")
+    while argv and argv[0] in GLOBAL_FLAGS:  # apptainer's global options (cmd/internal/cli/apptainer.go)
+        argv = argv[1:]
     if argv[:1] in (["--version"], ["version"]):
         print("apptainer version 1.3.4 (test double)")
         return 0

@@ -37,7 +37,8 @@ The container's file system is the host's, with container paths mapped: each bin
 destination to its source, ``/testbed`` to ``$FAKE_TESTBED`` (through the writable layer),
 ``/tmp`` as above (also as ``TMPDIR``, which the host's programs need to land there), anything
 else under ``/`` the host lacks to ``$FAKE_APPTAINER_ROOT``. Arguments are mapped, and shell
-scripts found in bound directories are copied with their container paths mapped. It is not an
+scripts found in bound directories, or run as the command out of an image partition, are
+copied with their container paths mapped. It is not an
 isolation of any kind.
 """
 
@@ -315,6 +316,7 @@ def run(o: Options, image: Path, command: list[str]) -> int:
         if program is None:
             print(f"/.singularity.d/actions/exec: line 9: exec: {(command or [''])[0]}: not found", file=sys.stderr)
             return 127
+        program = script_copy(Path(program), mapping, session)
         cwd = translate(o.pwd, mapping) if o.pwd else None
         plan.update({"argv": [program, *argv[1:]], "env": env, "cwd": cwd})
         if plan["mounts"]:
@@ -404,6 +406,21 @@ def resolve(argv: list[str], o: Options, env: dict[str, str]) -> str | None:
     if program.startswith("/") and not Path(program).exists() and root:
         program = str(Path(root) / program.lstrip("/"))
     return shutil.which(program, path=env.get("PATH"))
+
+
+def script_copy(program: Path, mapping: dict[str, str], session: Path) -> str:
+    """A shell script run as the command, with its container paths mapped (a copy)."""
+    try:
+        with open(program, "rb") as fh:
+            head = fh.read(2)
+    except OSError:
+        return str(program)
+    if head != b"#!" or program.stat().st_size > 1_000_000 or not str(program).startswith(str(session)):
+        return str(program)
+    copy = session / "scripts" / f"command-{program.name}"
+    copy.write_text(translate(program.read_text(encoding="utf-8"), mapping), encoding="utf-8")
+    copy.chmod(0o755)
+    return str(copy)
 
 
 def spawn(plan: dict) -> int:
