@@ -171,6 +171,9 @@ class AgentChecks:
 
     def sandboxes(self) -> list[Check]:
         study, out = self.study, []
+        apptainer = EvalSettings.from_study(study).apptainer
+        out += c.check_apptainer_dirs(apptainer.cache_dir, apptainer.tmp_dir, images=len(study.tasks),
+                                      largest_sif=max(self.sif_sizes, default=c.NOMINAL_SIF_BYTES))
         mini = [a for a in study.agents if a in ("mini", "mini-text")]
         if mini and runs_need_instance_images(study):
 
@@ -188,6 +191,8 @@ def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
     out = [
         c.check_apptainer(evaluation.apptainer.executable),
         c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch, binfmt_dir=binfmt_dir),
+        *c.check_apptainer_dirs(evaluation.apptainer.cache_dir, evaluation.apptainer.tmp_dir,
+                                images=len(study.tasks)),
     ]
     if agents_partition(study) == "cpu":
         agents = AgentChecks(study, study.section("agent"), evaluation.apptainer.executable, environ, binfmt_dir)
