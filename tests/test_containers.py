@@ -269,7 +269,8 @@ def test_the_full_study_builds_its_images_and_pulls_swebench_in_chunks(tmp_path)
         if job.wildcards["agent"] == "trae":
             expected.add("images/containers/trae-agent.sif")
         assert set(job.input) == expected, job
-    assert all(set(j.input) == markers | {j.input[0], cpu_check, gold.output[0]} for j in by_rule(jobs, "evaluate_batch"))
+    evaluations = by_rule(jobs, "evaluate_batch")
+    assert all(set(j.input) == markers | {j.input[0], cpu_check, gold.output[0]} for j in evaluations)
 
 
 def test_image_jobs_enter_only_where_the_config_asks_for_apptainer(tmp_path):

@@ -88,6 +88,6 @@ def run_gold_in_job(study: Study, *, out: str | os.PathLike[str], log: str | os.
     print(text, end="", flush=True)
     failed = [ch for ch in checks if not ch.ok and ch.name != "gold patches"]
     if not checks[-1].ok:
-        raise PreflightFailed(f"gold patches: {len(failed)} of {len(checks) - 1} tasks failed "
-                              f"({', '.join(ch.name for ch in failed[:5])}{', …' if len(failed) > 5 else ''}); see {log}")
+        names = ", ".join(ch.name for ch in failed[:5]) + (", …" if len(failed) > 5 else "")
+        raise PreflightFailed(f"gold patches: {len(failed)} of {len(checks) - 1} tasks failed ({names}); see {log}")
     write_text(out, text)
