@@ -283,6 +283,17 @@ def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  
     assert not task.ok and task.detail.startswith("gold patch patch_failed, the unfixed repository unresolved")
     assert "this image does not reproduce the task" in task.detail
     assert (total.ok, total.detail) == (False, "0 of 1 tasks: the gold patch resolves, the unfixed repository does not")
+    # the workflow's job (rule preflight_gold): no output, so no batch or evaluation job starts
+    from forgetting.preflight.gold import run_gold_in_job
+
+    out, log = tmp_path / "pre" / "gold.txt", tmp_path / "logs" / "gold.log"
+    with pytest.raises(PreflightFailed, match=r"gold patches: 1 of 1 tasks failed \(gold .*\); see .*gold\.log"):
+        run_gold_in_job(load_study(study_file), out=out, log=log)
+    assert not out.exists() and "FAIL gold patches" in log.read_text()
+    row["patch"] = evaltask.patch("gold")
+    row_file.write_text(json.dumps(row))
+    run_gold_in_job(load_study(study_file), out=out, log=log)
+    assert out.read_text() == log.read_text() and "OK   gold patches: 1 of 1" in out.read_text()
 
 
 def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cpu_one(site):
