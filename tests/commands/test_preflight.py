@@ -28,13 +28,22 @@ from forgetting.preflight.checks import check_conda_envs, check_image, emulator_
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
-from forgetting_testkit.sif import write_sif
+from forgetting_testkit.sif import tree_payload, write_sif
 
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:3]
 QWEN3_CODER = {"hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
                "head_dim": 128, "torch_dtype": "bfloat16"}
 WEIGHTS = 61_000_000_000  # bytes: ~56.8 GiB, the order of the bf16 model's safetensors
 OTHER = "arm64" if host_goarch() != "arm64" else "amd64"
+
+
+TRAE_USAGE = "#!/bin/sh\necho 'Usage: trae-cli [OPTIONS] COMMAND [ARGS]...'\n"
+
+
+def trae_image(path: Path, trae_cli: str) -> Path:
+    """The Trae image as `apptainer build` lays it out, its root file system holding trae-cli."""
+    return write_sif(path, host_goarch(), definition="Bootstrap: docker\n",
+                     payload=tree_payload({"/opt/trae-agent/bin/trae-cli*": trae_cli}))
 
 
 @pytest.fixture
@@ -48,14 +57,10 @@ def site(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_GPUS", "NVIDIA GH200 144G HBM3e:140000")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     images = tmp_path / "images"
-    for name in ("vllm", "trae-agent"):
-        write_sif(images / "containers" / f"{name}.sif", host_goarch())
+    write_sif(images / "containers" / "vllm.sif", host_goarch())
+    trae_image(images / "containers" / "trae-agent.sif", TRAE_USAGE)
     for task in TASKS:
-        write_sif(images / "swebench" / f"{task}.sif", host_goarch())
-    trae = tmp_path / "root" / "opt" / "trae-agent" / "bin" / "trae-cli"
-    trae.parent.mkdir(parents=True)
-    trae.write_text("#!/bin/sh\necho 'Usage: trae-cli [OPTIONS] COMMAND [ARGS]...'\n")
-    trae.chmod(0o755)
+        write_sif(images / "swebench" / f"{task}.sif", host_goarch(), definition="Bootstrap: docker\n")
     monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "root"))
     model = tmp_path / "model"
     model.mkdir()
@@ -134,8 +139,8 @@ def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
 
 def test_an_image_of_another_architecture_and_a_broken_trae_cli_fail(site, tmp_path, monkeypatch):
     write_sif(tmp_path / "images" / "containers" / "vllm.sif", OTHER)
-    trae = tmp_path / "root" / "opt" / "trae-agent" / "bin" / "trae-cli"
-    trae.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n")
+    trae_image(tmp_path / "images" / "containers" / "trae-agent.sif",
+               "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n")
     proc = preflight(site, "--partition", "gpu")
     assert proc.returncode == 1
     checks = lines_of(proc)
@@ -337,3 +342,20 @@ def test_apptainers_cache_and_temporary_directories_are_checked(tmp_path):
     assert not cache.ok and "set evaluation.apptainer.cache_dir to a writable scratch directory" in cache.detail
     cache, _ = check_apptainer_dirs(tmp_path / "cache", tmp_path / "tmp", images=10**9, mounts=mounts)
     assert not cache.ok and "1000000000 image pulls" in cache.detail
+
+
+def test_the_trae_check_runs_a_runs_own_launch_and_catches_the_bind_of_8c875c1(site, tmp_path, monkeypatch):
+    """The check runs trae-cli through the command line a run builds (trae.container_command): the
+    run's options, its writable layer, the prefix's id= image bind. The bind without id= (the form
+    of 8c875c1) finds no data partition in the built image, and the check says so."""
+    from forgetting.preflight.launch import check_trae_launch
+    from forgetting.runner import trae
+
+    study = load_study(site)
+    check = check_trae_launch(study, dict(os.environ))
+    assert check.ok, check.detail
+    assert f"answers in {TASKS[0]}.sif through a run's own command line" in check.detail
+    old_form = "{}:/opt/trae-agent:image-src=/opt/trae-agent"
+    monkeypatch.setattr(trae, "prefix_bind", lambda s: old_form.format(s.trae.apptainer_image))
+    check = check_trae_launch(study, dict(os.environ))
+    assert not check.ok and "no data partition found in" in check.detail and "--overlay" in check.detail

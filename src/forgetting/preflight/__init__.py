@@ -180,7 +180,9 @@ class AgentChecks:
             settings = RunnerSettings.from_study(study)
             out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, self.sif_sizes))
         if self.trae:
-            out.append(c.check_trae_cli(self.apptainer, self.trae, str(self.agent["trae"]["executable"]), self.environ))
+            from forgetting.preflight.launch import check_trae_launch
+
+            out.append(check_trae_launch(study, self.environ))
         return out
 
 

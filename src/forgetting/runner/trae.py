@@ -164,14 +164,20 @@ def command(ctx: RunContext, layer: Sequence[str] = ("--writable-tmpfs",)) -> li
     ]
     if ws.local:
         return cli
+    return [*container_command(settings, Path(str(ws.image)), ctx.out, ws.cwd, layer), *cli]
+
+
+def container_command(settings: RunnerSettings, image: Path, out: Path, cwd: str, layer: Sequence[str]) -> list[str]:
+    """``apptainer exec`` of a Trae run up to the agent's program: its options, writable layer,
+    binds (the run's directory, Trae's prefix) and environment, in the instance ``image`` —
+    the same for the run and for the preflight's check of it."""
     return [
         settings.apptainer, "exec", *settings.apptainer_exec_args, *layer,
-        "--pwd", ws.cwd,
-        "--bind", f"{ctx.out}:{MOUNT}",
+        "--pwd", cwd,
+        "--bind", f"{out}:{MOUNT}",
         "--bind", prefix_bind(settings),
         "--env", "BASH_ENV=/root/.bashrc",  # the instance image's `conda activate testbed`
-        str(ws.image),
-        *cli,
+        str(image),
     ]
 
 

@@ -308,7 +308,10 @@ def run(o: Options, image: Path, command: list[str]) -> int:
         testbed = os.environ.get("FAKE_TESTBED")
         if image.is_dir() and (image / "testbed").is_dir():  # a sandbox (build --sandbox) holds its own
             mapping.setdefault("/testbed", str(image / "testbed"))
-        elif testbed:
+        else:  # the image's /testbed: $FAKE_TESTBED, else an empty one
+            if not testbed:
+                testbed = str(session / "image-testbed")
+                Path(testbed).mkdir()
             mapping.setdefault("/testbed", writable_testbed(o, Path(testbed), session, plan))
         env = environment(o, mapping)
         argv = translate_command(command, mapping, session)
