@@ -298,19 +298,6 @@ def check_apptainer_dirs(cache_dir: Path, tmp_dir: Path, *, images: int, largest
     return out
 
 
-def check_trae_cli(apptainer: str, sif: Path, executable: str, environ: Mapping[str, str]) -> Check:
-    """``trae-cli --help`` answers inside the Trae image (its imports all resolve)."""
-    name = "trae-cli"
-    if not sif.is_file():
-        return Check(name, False, f"not tried: {sif} not found")
-    command = [apptainer, "exec", "--cleanenv", str(sif), executable, "--help"]
-    status, out = run_probe(command, env=environ)
-    if status == 0:
-        return Check(name, True, f"`{executable} --help` answers inside {sif.name}")
-    return Check(name, False, f"`{' '.join(command)}` exited {status}: {last_line(out)}; rebuild "
-                 "containers/trae-agent.def (its %test runs trae-cli --help)")
-
-
 def elf_arch(path: Path) -> str | None:
     try:
         with open(path, "rb") as fh:
