@@ -288,3 +288,25 @@ def test_infrastructure_failures_in_a_log_are_errors(row, tmp_path, line, reason
     assert (verdict.status, verdict.note) == ("error", f"infrastructure failure in the log: {reason}")
     log.write_text(f">>>>> Applied Patch (git apply)\n{START_TEST_OUTPUT}\n{passed}\n{END_TEST_OUTPUT}\n")
     assert verdict_from_log(spec, log, timed_out=False).status != "error"  # the same log, intact
+
+
+def test_a_killed_runs_layer_is_removed_by_the_next_one(fake, tmp_path):
+    """A run killed with SIGKILL leaves its layer on scratch; the next layer made on this host
+    removes the layers of processes that are gone, never a live one's."""
+    import socket
+
+    from forgetting.evaluation.layer import layers_dir, writable_layer
+
+    settings, _ = fake
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    root = layers_dir(settings.apptainer)
+    host = socket.gethostname()
+    orphan = root / f"trae-x@{host}.{dead.pid}@abc"
+    live = root / f"trae-y@{host}.{os.getpid()}@def"
+    other_host = root / f"trae-z@elsewhere.{dead.pid}@ghi"
+    for d in (orphan, live, other_host):
+        (d / "work").mkdir(parents=True)
+    with writable_layer(settings.apptainer, "eval") as layer:
+        assert Path(layer[1]).is_file()
+    assert not orphan.exists() and live.is_dir() and other_host.is_dir()

@@ -17,13 +17,16 @@ Instead each run gets:
   (addTmpMount), on scratch, not in the session's 64 MiB.
 
 Both live in a directory of their own under ``SCRATCH/apptainer/layers`` and are removed when
-the run ends. ``writable_layer_mib: 0`` keeps Apptainer's ``--writable-tmpfs``.
+the run ends; a layer whose process was killed outright is removed by the next one made on that
+host (:func:`remove_orphans`). ``writable_layer_mib: 0`` keeps Apptainer's ``--writable-tmpfs``.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -48,6 +51,28 @@ def overlay_create_command(settings: ApptainerSettings, image: Path) -> list[str
             *fakeroot, str(image)]
 
 
+def remove_orphans(root: Path) -> list[Path]:
+    """Remove the layers of processes of this host that are gone (a run or an evaluation killed
+    with SIGKILL, a node's job cancelled): each layer's name holds its owner's host and pid."""
+    removed = []
+    host = socket.gethostname()
+    for d in root.iterdir():
+        parts = d.name.split("@")
+        if len(parts) != 3 or not d.is_dir():
+            continue
+        owner_host, _, pid = parts[1].rpartition(".")
+        if owner_host != host or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+        except PermissionError:  # another user's live process
+            continue
+    return removed
+
+
 @contextmanager
 def writable_layer(settings: ApptainerSettings, label: str) -> Iterator[list[str]]:
     """The ``apptainer exec`` options of one run's writable layer (module docstring), made on
@@ -56,9 +81,12 @@ def writable_layer(settings: ApptainerSettings, label: str) -> Iterator[list[str
         yield ["--writable-tmpfs"]
         return
     root = layers_dir(settings)
+    owner = f"{socket.gethostname()}.{os.getpid()}"
     try:
         root.mkdir(parents=True, exist_ok=True)
-        home = Path(tempfile.mkdtemp(prefix=re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:80] + "-", dir=root))
+        remove_orphans(root)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", label)[:80]
+        home = Path(tempfile.mkdtemp(prefix=f"{name}@{owner}@", dir=root))
     except OSError as exc:
         raise ResourceError(f"evaluation.apptainer.scratch_dir: cannot make {root} ({exc.strerror or exc})") from None
     try:
