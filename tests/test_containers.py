@@ -161,7 +161,7 @@ def test_build_image_renames_a_finished_build_into_place(fake_apptainer, tmp_pat
     target = tmp_path / "img" / "mini-swe-agent.sif"
     log = tmp_path / "logs" / "build.log"
     assert build_image(definition_path("mini-swe-agent"), target, settings, log=log) == target
-    assert b"placeholder SIF of mini-swe-agent.def" in target.read_bytes()
+    assert definition_path("mini-swe-agent").read_bytes() in target.read_bytes()  # the SIF's definition file
     (call,) = calls_of(calls)
     assert call[:2] == ["build", "--fakeroot"] and call[-1] == str(definition_path("mini-swe-agent"))
     assert Path(call[-2]).name.startswith(".mini-swe-agent.sif.")  # built under a temporary name
@@ -261,12 +261,16 @@ def test_the_full_study_builds_its_images_and_pulls_swebench_in_chunks(tmp_path)
     markers = {j.output[0] for j in pulls}
     (gpu_check,) = [j.output[0] for j in by_rule(jobs, "preflight_gpu")]
     (cpu_check,) = [j.output[0] for j in by_rule(jobs, "preflight_cpu")]
+    # the gold patches, checked in the instance images after the CPU preflight, before any batch
+    (gold,) = by_rule(jobs, "preflight_gold")
+    assert set(gold.input) == markers | {cpu_check} and gold.output[0].startswith(f"{Path(cpu_check).parent}/gold-")
     for job in by_rule(jobs, "run_batch"):
-        expected = {"images/containers/vllm.sif", *markers, gpu_check}
+        expected = {"images/containers/vllm.sif", *markers, gpu_check, gold.output[0]}
         if job.wildcards["agent"] == "trae":
             expected.add("images/containers/trae-agent.sif")
         assert set(job.input) == expected, job
-    assert all(set(j.input) == markers | {j.input[0], cpu_check} for j in by_rule(jobs, "evaluate_batch"))
+    evaluations = by_rule(jobs, "evaluate_batch")
+    assert all(set(j.input) == markers | {j.input[0], cpu_check, gold.output[0]} for j in evaluations)
 
 
 def test_image_jobs_enter_only_where_the_config_asks_for_apptainer(tmp_path):

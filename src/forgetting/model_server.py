@@ -85,6 +85,31 @@ def served_name_of(model: Mapping[str, Any]) -> str:
     return str(model.get("served_name") or model["name"])
 
 
+#: the loopback names a site's proxy must never see (the model server, the proxy: this node)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: an opener that goes straight to the address, whatever ``http_proxy`` says: urllib's default
+#: one sends a request for 127.0.0.1 to the site's proxy when ``http_proxy`` is set without a
+#: ``no_proxy`` naming loopback (urllib.request.getproxies / proxy_bypass)
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def open_local(request: str | urllib.request.Request, *, timeout: float) -> Any:
+    """``urlopen`` for this node's own servers (health checks, the preflight's probes): no proxy."""
+    return _DIRECT.open(request, timeout=timeout)
+
+
+def with_loopback_no_proxy(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` whose ``no_proxy`` / ``NO_PROXY`` also name loopback, so that clients that honour
+    ``http_proxy`` (litellm's and openai's httpx, urllib) reach the run's proxy and model server
+    directly — inside the container too: ``--cleanenv`` passes both variables (Apptainer's
+    internal/pkg/util/env/create.go: alwaysPassKeys)."""
+    out = dict(env)
+    for key in ("no_proxy", "NO_PROXY"):
+        have = [h.strip() for h in out.get(key, "").split(",") if h.strip()]
+        out[key] = ",".join([*have, *(h for h in LOOPBACK if h not in have)])
+    return out
+
+
 class ModelServerError(UserError):
     """The model server did not come up (or died); the message names its log."""
 
@@ -183,7 +208,7 @@ def wait_healthy(
         if process is not None and process.poll() is not None:
             raise ModelServerError(f"model server exited with status {process.returncode} before it was ready{where}")
         try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
+            with open_local(url, timeout=5) as resp:
                 if resp.status == 200:
                     return time.monotonic() - start
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
@@ -264,7 +289,7 @@ class ModelServer:
         if check_health:
             for _ in range(3):
                 try:
-                    with urllib.request.urlopen(self.health_url, timeout=10) as resp:
+                    with open_local(self.health_url, timeout=10) as resp:
                         if resp.status == 200:
                             return None
                 except OSError:

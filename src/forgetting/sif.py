@@ -78,6 +78,8 @@ class SifInfo:
     header_arch: str
     #: the primary system partition descriptor's, or None when the image has none
     partition_arch: str | None
+    #: that descriptor's ID (what an ``id=`` image bind names), or None when there is none
+    partition_id: int | None = None
 
     @property
     def arch(self) -> str:
@@ -105,19 +107,19 @@ def read_sif(path: str | os.PathLike[str]) -> SifInfo:
                 shown = version.rstrip(b"\x00").decode(errors="replace")
                 raise ResourceError(f"{p}: SIF format version {shown!r}, not 01")
             _created, _modified, _free, total, offset, _size, _data_offset, _data_size = numbers
-            partition_arch = None
+            partition_arch, partition_id = None, None
             if 0 < total <= 4096 and offset >= HEADER_SIZE:
                 fh.seek(offset)
                 for _ in range(total):
                     chunk = fh.read(DESCRIPTOR.size)
                     if len(chunk) < DESCRIPTOR.size:
                         break
-                    dtype, used, *_rest, extra = DESCRIPTOR.unpack(chunk)
+                    dtype, used, ident, *_rest, extra = DESCRIPTOR.unpack(chunk)
                     if used and dtype == DATA_PARTITION:
                         _fs, parttype, part_arch = PARTITION.unpack_from(extra)
                         if parttype == PART_PRIMARY_SYSTEM:
-                            partition_arch = _arch_name(part_arch)
+                            partition_arch, partition_id = _arch_name(part_arch), int(ident)
                             break
     except OSError as exc:
         raise ResourceError(f"{p}: cannot read the image ({exc.strerror or exc})") from None
-    return SifInfo(p, _arch_name(arch), partition_arch)
+    return SifInfo(p, _arch_name(arch), partition_arch, partition_id)

@@ -28,13 +28,22 @@ from forgetting.preflight.checks import check_conda_envs, check_image, emulator_
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
-from forgetting_testkit.sif import write_sif
+from forgetting_testkit.sif import tree_payload, write_sif
 
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:3]
 QWEN3_CODER = {"hidden_size": 2048, "num_attention_heads": 32, "num_hidden_layers": 48, "num_key_value_heads": 4,
                "head_dim": 128, "torch_dtype": "bfloat16"}
 WEIGHTS = 61_000_000_000  # bytes: ~56.8 GiB, the order of the bf16 model's safetensors
 OTHER = "arm64" if host_goarch() != "arm64" else "amd64"
+
+
+TRAE_USAGE = "#!/bin/sh\necho 'Usage: trae-cli [OPTIONS] COMMAND [ARGS]...'\n"
+
+
+def trae_image(path: Path, trae_cli: str) -> Path:
+    """The Trae image as `apptainer build` lays it out, its root file system holding trae-cli."""
+    return write_sif(path, host_goarch(), definition="Bootstrap: docker\n",
+                     payload=tree_payload({"/opt/trae-agent/bin/trae-cli*": trae_cli}))
 
 
 @pytest.fixture
@@ -48,14 +57,10 @@ def site(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NVIDIA_SMI_GPUS", "NVIDIA GH200 144G HBM3e:140000")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     images = tmp_path / "images"
-    for name in ("vllm", "trae-agent"):
-        write_sif(images / "containers" / f"{name}.sif", host_goarch())
+    write_sif(images / "containers" / "vllm.sif", host_goarch())
+    trae_image(images / "containers" / "trae-agent.sif", TRAE_USAGE)
     for task in TASKS:
-        write_sif(images / "swebench" / f"{task}.sif", host_goarch())
-    trae = tmp_path / "root" / "opt" / "trae-agent" / "bin" / "trae-cli"
-    trae.parent.mkdir(parents=True)
-    trae.write_text("#!/bin/sh\necho 'Usage: trae-cli [OPTIONS] COMMAND [ARGS]...'\n")
-    trae.chmod(0o755)
+        write_sif(images / "swebench" / f"{task}.sif", host_goarch(), definition="Bootstrap: docker\n")
     monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "root"))
     model = tmp_path / "model"
     model.mkdir()
@@ -104,15 +109,18 @@ def test_a_ready_gpu_node_passes_every_check(site):
     checks = lines_of(proc)
     assert set(checks) == {"apptainer", "image vllm", "image trae-agent", "instance images",
                            "gpu in container (--nv)", "gpu memory", "model", "kv cache budget", "prefix cache",
-                           "scratch space", "trae-cli", "conda environments"}
+                           "scratch space", "trae-cli", "conda environments", "apptainer cache", "apptainer tmp"}
     assert all(v.startswith("OK") for v in checks.values()), checks
+    # Apptainer's cache and temporary directory: from the config, on scratch
+    assert f"at {site.parent / 'apptainer' / 'cache'} (APPTAINER_CACHEDIR)" in checks["apptainer cache"]
+    assert f"at {site.parent / 'apptainer' / 'tmp'} (APPTAINER_TMPDIR" in checks["apptainer tmp"]
     assert checks["image vllm"].endswith(f"vllm.sif: {host_goarch()}, as this host")
     assert checks["gpu in container (--nv)"].startswith("OK GPU 0: NVIDIA GH200 480GB inside vllm.sif")
     assert checks["gpu memory"] == "OK GPU 0: NVIDIA GH200 144G HBM3e, 136.72 GiB (nvidia-smi)"
     assert "48 layers × 4 KV heads × head_dim 128 (bfloat16), 56.81 GiB of weights" in checks["model"]
     assert "≥ 24.00 GiB for one 262,144-token sequence (bf16, 96 KiB per token)" in checks["kv cache budget"]
     assert "≥ execution.concurrency 16" in checks["prefix cache"]
-    assert proc.stdout.splitlines()[-1] == "all 12 checks passed"
+    assert proc.stdout.splitlines()[-1] == "all 14 checks passed"
 
 
 def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
@@ -123,7 +131,7 @@ def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
     assert budget.startswith("FAIL vLLM will refuse to start: one 262,144-token sequence needs 24.00 GiB")
     assert "set model.vllm.kv_cache_dtype: fp8 (needs 12.00 GiB)" in budget
     assert "prefix cache" not in lines_of(proc)  # vLLM would not start: nothing to cache
-    assert proc.stdout.splitlines()[-1] == "1 of 11 checks failed: kv cache budget"
+    assert proc.stdout.splitlines()[-1] == "1 of 13 checks failed: kv cache budget"
     # the fix the line names passes
     proc = preflight(edit(site, lambda c: c["model"]["vllm"].update(kv_cache_dtype="fp8")), "--partition", "gpu")
     assert proc.returncode == 0, proc.stdout
@@ -131,8 +139,8 @@ def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
 
 def test_an_image_of_another_architecture_and_a_broken_trae_cli_fail(site, tmp_path, monkeypatch):
     write_sif(tmp_path / "images" / "containers" / "vllm.sif", OTHER)
-    trae = tmp_path / "root" / "opt" / "trae-agent" / "bin" / "trae-cli"
-    trae.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n")
+    trae_image(tmp_path / "images" / "containers" / "trae-agent.sif",
+               "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n")
     proc = preflight(site, "--partition", "gpu")
     assert proc.returncode == 1
     checks = lines_of(proc)
@@ -161,7 +169,8 @@ def test_the_cpu_partition_checks_the_evaluations_images(site, tmp_path):
     edit(site, lambda c: c["evaluation"].update(instance_images={"architecture": "x86_64" if OTHER == "arm64"
                                                                  else "arm64"}))
     proc = preflight(site, "--partition", "cpu")
-    assert set(lines_of(proc)) == {"apptainer", "instance images", "conda environments"}
+    assert set(lines_of(proc)) == {"apptainer", "instance images", "apptainer cache", "apptainer tmp",
+                                   "conda environments"}
     assert proc.returncode == 0, proc.stdout
     write_sif(tmp_path / "images" / "swebench" / f"{TASKS[0]}.sif", OTHER)
     checks = lines_of(preflight(site, "--partition", "cpu"))
@@ -200,10 +209,10 @@ def test_the_workflows_job_writes_its_output_only_when_everything_passed(site, t
     study = load_study(site)
     out, log = tmp_path / "pre" / "gpu.txt", tmp_path / "logs" / "gpu.log"
     run_in_job(study, "gpu", out=out, log=log)
-    assert out.read_text() == log.read_text() and out.read_text().count("\nOK") == 11
+    assert out.read_text() == log.read_text() and out.read_text().count("\nOK") == 13
     monkeypatch.setenv("FAKE_NVIDIA_SMI_FAIL", "1")
     out.unlink()
-    with pytest.raises(PreflightFailed, match=r"preflight on the gpu partition: 1 of 10 checks failed \(gpu memory\)"):
+    with pytest.raises(PreflightFailed, match=r"preflight on the gpu partition: 1 of 12 checks failed \(gpu memory\)"):
         run_in_job(study, "gpu", out=out, log=log)
     assert not out.exists() and "FAIL gpu memory" in log.read_text()
     assert issubclass(PreflightFailed, UserError) and PreflightFailed.exit_code == 1
@@ -279,6 +288,17 @@ def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  
     assert not task.ok and task.detail.startswith("gold patch patch_failed, the unfixed repository unresolved")
     assert "this image does not reproduce the task" in task.detail
     assert (total.ok, total.detail) == (False, "0 of 1 tasks: the gold patch resolves, the unfixed repository does not")
+    # the workflow's job (rule preflight_gold): no output, so no batch or evaluation job starts
+    from forgetting.preflight.gold import run_gold_in_job
+
+    out, log = tmp_path / "pre" / "gold.txt", tmp_path / "logs" / "gold.log"
+    with pytest.raises(PreflightFailed, match=r"gold patches: 1 of 1 tasks failed \(gold .*\); see .*gold\.log"):
+        run_gold_in_job(load_study(study_file), out=out, log=log)
+    assert not out.exists() and "FAIL gold patches" in log.read_text()
+    row["patch"] = evaltask.patch("gold")
+    row_file.write_text(json.dumps(row))
+    run_gold_in_job(load_study(study_file), out=out, log=log)
+    assert out.read_text() == log.read_text() and "OK   gold patches: 1 of 1" in out.read_text()
 
 
 def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cpu_one(site):
@@ -298,9 +318,44 @@ def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cp
     cpu = preflight(site, "--partition", "cpu")
     assert cpu.returncode == 0, cpu.stdout + cpu.stderr
     assert set(lines_of(cpu)) == {"apptainer", "instance images", "image trae-agent", "scratch space", "trae-cli",
-                                  "conda environments"}
+                                  "apptainer cache", "apptainer tmp", "conda environments"}
     # an endpoint elsewhere (a base URL: a provider, a lab gateway): no GPU partition of the study's
     edit(site, lambda cfg: cfg["model"].update(endpoint={"base_url": "https://api.example.com/v1"}))
     assert partitions_of(load_study(site)) == ["cpu"]
     # the demo's agents beside an endpoint need no partition (config/demo-endpoint.yaml)
     assert partitions_of(load_study([ROOT / "config" / "demo.yaml", ROOT / "config" / "demo-endpoint.yaml"])) == []
+
+
+def test_apptainers_cache_and_temporary_directories_are_checked(tmp_path):
+    """Writable, with room, and the temporary directory not in memory (a GPU node's /tmp often is)."""
+    from forgetting.preflight.checks import check_apptainer_dirs
+
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"/dev/vda / ext4 rw 0 0\ntmpfs {tmp_path / 'ram'} tmpfs rw 0 0\n")
+    cache, tmp = check_apptainer_dirs(tmp_path / "cache", tmp_path / "tmp", images=1, largest_sif=1 << 20,
+                                      mounts=mounts)
+    assert cache.ok and tmp.ok and "(APPTAINER_TMPDIR, ext4)" in tmp.detail
+    _, ram = check_apptainer_dirs(tmp_path / "cache", tmp_path / "ram" / "apptainer", images=1, mounts=mounts)
+    assert not ram.ok and "is on tmpfs, in memory; set evaluation.apptainer.tmp_dir to disk" in ram.detail
+    (tmp_path / "file").write_text("")
+    cache, _ = check_apptainer_dirs(tmp_path / "file" / "cache", tmp_path / "tmp", images=1, mounts=mounts)
+    assert not cache.ok and "set evaluation.apptainer.cache_dir to a writable scratch directory" in cache.detail
+    cache, _ = check_apptainer_dirs(tmp_path / "cache", tmp_path / "tmp", images=10**9, mounts=mounts)
+    assert not cache.ok and "1000000000 image pulls" in cache.detail
+
+
+def test_the_trae_check_runs_a_runs_own_launch_and_catches_the_bind_of_8c875c1(site, tmp_path, monkeypatch):
+    """The check runs trae-cli through the command line a run builds (trae.container_command): the
+    run's options, its writable layer, the prefix's id= image bind. The bind without id= (the form
+    of 8c875c1) finds no data partition in the built image, and the check says so."""
+    from forgetting.preflight.launch import check_trae_launch
+    from forgetting.runner import trae
+
+    study = load_study(site)
+    check = check_trae_launch(study, dict(os.environ))
+    assert check.ok, check.detail
+    assert f"answers in {TASKS[0]}.sif through a run's own command line" in check.detail
+    old_form = "{}:/opt/trae-agent:image-src=/opt/trae-agent"
+    monkeypatch.setattr(trae, "prefix_bind", lambda s: old_form.format(s.trae.apptainer_image))
+    check = check_trae_launch(study, dict(os.environ))
+    assert not check.ok and "no data partition found in" in check.detail and "--overlay" in check.detail

@@ -169,3 +169,56 @@ def test_serve_needs_an_address_file(tmp_path, run_cli):
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
         "error: model.endpoint.address_file: not set; forgetting serve publishes its address there (and the "
         "batches read it from there)"]
+
+
+def _ask(url: str, key: str | None, body: dict | None = None) -> int:
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
+    data = json.dumps(body).encode() if body is not None else None
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(urllib.request.Request(url, data=data, headers=headers), timeout=30) as resp:
+            resp.read()
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.slow
+def test_nothing_of_the_served_model_answers_without_the_key(tmp_path):
+    """vLLM's --api-key guards only /v1 paths (its double does as vLLM's middleware does):
+    /invocations and /health would answer anyone. With a key, serve puts vLLM on loopback behind
+    a front that checks the key on every request."""
+    argv = tmp_path / "vllm-argv.json"
+    address = tmp_path / "results" / "model-server" / "address.json"
+    model = {"backend": "endpoint", "name": "fake/model", "served_name": "fake",
+             "vllm": {"executable": str(fakes.install(fakes.VLLM, tmp_path / "bin" / "vllm")), "startup_timeout_s": 60},
+             "endpoint": {"address_file": str(address), "api_key_env": KEY_ENV}}
+    config = write_study(tmp_path, model=model)
+    env = {**key_env(), "FAKE_VLLM_ARGV": str(argv)}
+    serve = subprocess.Popen([sys.executable, "-m", "forgetting", "serve", str(config), "--host", "127.0.0.1"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        end = time.monotonic() + 60
+        while not address.exists():
+            assert time.monotonic() < end and serve.poll() is None, serve.communicate()
+            time.sleep(0.05)
+        base = f"http://127.0.0.1:{read_address(address).port}"
+        chat = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
+        for path, body in [("/health", None), ("/invocations", chat), ("/v1/models", None),
+                           ("/v1/chat/completions", chat), ("/metrics", None)]:
+            assert _ask(base + path, None, body) == 401, path
+            assert _ask(base + path, "wrong-key", body) == 401, path
+        assert _ask(base + "/v1/models", TEST_KEY) == 200
+        assert _ask(base + "/invocations", TEST_KEY, chat) == 200
+        assert _ask(base + "/v1/chat/completions", TEST_KEY, chat) == 200
+        inner = json.loads(argv.read_text())
+        assert inner[inner.index("--host") + 1] == "127.0.0.1"  # vLLM itself: loopback only
+        assert int(inner[inner.index("--port") + 1]) != read_address(address).port
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        out, _ = serve.communicate(timeout=60)
+    assert serve.returncode == 0, out
+    assert "every request needs the key" in out

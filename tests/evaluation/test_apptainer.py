@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
 from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.errors import ResourceError, UserError
@@ -25,10 +26,12 @@ from forgetting.evaluation.apptainer import (
     pull_image,
 )
 from forgetting.evaluation.evaluate import evaluate_patch
+from forgetting.evaluation.grading import spec_for, verdict_from_log
 from forgetting.evaluation.scripts import apply_and_eval_script
 from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
 from forgetting.instance_images import InstanceImages
 from forgetting_testkit import evaltask, fakes
+from forgetting_testkit.fakes.apptainer_exec import can_mount as fakes_can_mount
 from forgetting_testkit.sif import write_sif
 
 FAKE = fakes.APPTAINER
@@ -65,7 +68,7 @@ def test_pull_command_exactly():
 def test_exec_command_exactly():
     cmd = exec_command(
         Path("/sif/django__django-11099.sif"), Path("/res/runs/mini/baseline/t/1/eval"),
-        ApptainerSettings.from_section(),
+        ApptainerSettings.from_section(), ["--overlay", "/s/l/overlay.img", "--workdir", "/s/l/work"],
     )
     assert cmd == [
         "apptainer",
@@ -73,7 +76,7 @@ def test_exec_command_exactly():
         "--contain",
         "--cleanenv",
         "--fakeroot",
-        "--writable-tmpfs",
+        "--overlay", "/s/l/overlay.img", "--workdir", "/s/l/work",
         "--pwd",
         "/testbed",
         "--bind",
@@ -160,7 +163,7 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_TESTBED", str(testbed))
     settings = EvalSettings.from_section({
         "backend": "apptainer", "timeout_s": 60, "image_dir": str(tmp_path / "sif"),
-        "apptainer": {"executable": str(exe)},
+        "apptainer": {"executable": str(exe), "scratch_dir": str(tmp_path / "scratch")},
     })
     return settings, calls
 
@@ -179,17 +182,23 @@ def test_backend_pulls_once_runs_the_rows_eval_script_and_grades(row, fake, tmp_
     assert report.status == "resolved", (tmp_path / "run" / "eval" / "test_output.txt").read_text()
     assert report.tests["FAIL_TO_PASS"]["failure"] == [] and len(report.tests["FAIL_TO_PASS"]["success"]) == 2
     sif = settings.image_dir / "demo__calc-1.sif"
-    pull, run = calls_of(calls)
+    pull, create, run = calls_of(calls)
     partial = Path(pull[-2])  # pulled to a temporary name, then renamed into place
     assert partial.parent == sif.parent and partial.name.startswith(".demo__calc-1.sif.")
     assert pull == pull_command(row, partial, settings.apptainer, settings.images)[1:] and sif.is_file()
     assert pull[-1] == settings.images.uri("demo__calc-1")
-    assert run == exec_command(sif, (out / "eval").resolve(), settings.apptainer)[1:]
+    # its own writable layer on scratch: an 8 GiB sparse overlay image, /tmp in its work directory
+    layer = Path(create[-1]).parent
+    assert create[:-1] == ["overlay", "create", "--sparse", "--size", "8192", "--fakeroot"]
+    assert layer.parent == tmp_path / "scratch" / "apptainer" / "layers"
+    assert run == exec_command(sif, (out / "eval").resolve(), settings.apptainer,
+                               ["--overlay", create[-1], "--workdir", str(layer / "work")])[1:]
+    assert not layer.exists()  # removed with the evaluation
     # the eval script is swebench's make_test_spec of the row: the exit code is recorded
     assert "SWEBENCH_TEST_EXIT_CODE=$?" in (out / "eval" / "eval.sh").read_text()
     report = evaluate_patch(row, evaltask.patch("wrong"), backend, out_dir=tmp_path / "run2")
     assert report.status == "unresolved"
-    assert [c[0] for c in calls_of(calls)] == ["pull", "exec", "exec"]  # the image is pulled once
+    assert [c[0] for c in calls_of(calls)] == ["pull", "overlay", "exec", "overlay", "exec"]  # pulled once
 
 
 def test_backend_patch_failure_and_timeout(row, fake, tmp_path, monkeypatch):
@@ -230,3 +239,74 @@ def test_a_pulled_image_of_another_architecture_is_an_error(row, fake, tmp_path,
                                             r"\(evaluation.instance_images.architecture: arm64\)"):
         pull_image(row, old.parent, settings.apptainer, images)
     assert old.is_file()  # the user's file is left alone; the message says what to do
+
+
+#: the gold fix plus a conftest.py that writes 80 MiB into the working tree when the tests start:
+#: more than Apptainer's default session (64 MiB) holds under --writable-tmpfs
+FILLS_THE_LAYER = evaltask.patch("gold") + """diff --git a/conftest.py b/conftest.py
+new file mode 100644
+index 0000000..1111111
+--- /dev/null
++++ b/conftest.py
+@@ -0,0 +1,2 @@
++with open("scratch.bin", "wb") as fh:
++    fh.write(bytes(80 * 1024 * 1024))
+"""
+
+
+@pytest.mark.skipif(not fakes_can_mount(), reason="the double makes writes past the writable layer fail only "
+                    "as root (a size-limited tmpfs, as in CI); here it cannot")
+@pytest.mark.parametrize("mib", [0, 64])
+def test_a_full_writable_layer_is_an_evaluation_error_not_unresolved(row, fake, tmp_path, mib):
+    """The tests ran and failed, but because the container's writable layer was full (ENOSPC):
+    Apptainer's 64 MiB session under --writable-tmpfs (``writable_layer_mib: 0``, the layer of
+    8c875c1), or an overlay image too small. An evaluation error (evaluation.on_error decides),
+    never a verdict on the patch; the default layer (8 GiB) holds it."""
+    settings, _ = fake
+    small = replace(settings, apptainer=replace(settings.apptainer, writable_layer_mib=mib))
+    report = evaluate_patch(row, FILLS_THE_LAYER, ApptainerBackend(small), out_dir=tmp_path / "full")
+    log = (tmp_path / "full" / "eval" / "test_output.txt").read_text()
+    assert "No space left on device" in log
+    assert report.status == "error" and "infrastructure failure in the log: no_space_left" in report.error
+    report = evaluate_patch(row, FILLS_THE_LAYER, ApptainerBackend(settings), out_dir=tmp_path / "roomy")
+    assert report.status == "resolved"
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    ("OSError: [Errno 28] No space left on device: 'x.pyc'", "no_space_left"),
+    ("/forgetting/run.sh: line 20:  4242 Killed                  pytest tests", "killed"),
+    ("Killed", "killed"),
+    ("FATAL:   could not open image /sif/x.sif: failed to retrieve path for /sif/x.sif", "apptainer_failed"),
+    ("MemoryError\nCannot allocate memory", "out_of_memory"),
+])
+def test_infrastructure_failures_in_a_log_are_errors(row, tmp_path, line, reason):
+    spec = spec_for(row)
+    log = tmp_path / "test_output.txt"
+    passed = "\n".join(f"PASSED {t}" for t in spec.FAIL_TO_PASS + spec.PASS_TO_PASS)
+    log.write_text(f">>>>> Applied Patch (git apply)\n{START_TEST_OUTPUT}\n{passed}\n{line}\n{END_TEST_OUTPUT}\n")
+    verdict = verdict_from_log(spec, log, timed_out=False)
+    assert (verdict.status, verdict.note) == ("error", f"infrastructure failure in the log: {reason}")
+    log.write_text(f">>>>> Applied Patch (git apply)\n{START_TEST_OUTPUT}\n{passed}\n{END_TEST_OUTPUT}\n")
+    assert verdict_from_log(spec, log, timed_out=False).status != "error"  # the same log, intact
+
+
+def test_a_killed_runs_layer_is_removed_by_the_next_one(fake, tmp_path):
+    """A run killed with SIGKILL leaves its layer on scratch; the next layer made on this host
+    removes the layers of processes that are gone, never a live one's."""
+    import socket
+
+    from forgetting.evaluation.layer import layers_dir, writable_layer
+
+    settings, _ = fake
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    root = layers_dir(settings.apptainer)
+    host = socket.gethostname()
+    orphan = root / f"trae-x@{host}.{dead.pid}@abc"
+    live = root / f"trae-y@{host}.{os.getpid()}@def"
+    other_host = root / f"trae-z@elsewhere.{dead.pid}@ghi"
+    for d in (orphan, live, other_host):
+        (d / "work").mkdir(parents=True)
+    with writable_layer(settings.apptainer, "eval") as layer:
+        assert Path(layer[1]).is_file()
+    assert not orphan.exists() and live.is_dir() and other_host.is_dir()

@@ -25,6 +25,7 @@ from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, stale
 from forgetting.runner.settings import RunnerSettings
 from forgetting.runner.workspace import Workspace
 from forgetting_testkit.runner import TASKS, runner_settings, study_at
+from forgetting_testkit.sif import write_sif
 from forgetting_testkit.trajectories import run_record
 
 # ------------------------------------------------------------------ statuses
@@ -237,15 +238,17 @@ def test_trae_local_runs_have_the_demo_shell_of_mini_swe_agent(monkeypatch):
 
 
 def test_trae_command_line_inside_the_instance_image(tmp_path):
+    # an image as `apptainer build` lays it out: its root file system is descriptor 4
+    image = write_sif(tmp_path / "img" / "trae.sif", "amd64", definition="Bootstrap: docker\n")
     settings = runner_settings(evaluation={"apptainer": {"executable": "apptainer"}},
-                               agent={"trae": {"apptainer_image": "/img/trae.sif"}})
+                               agent={"trae": {"apptainer_image": str(image)}})
     ctx = _trae_ctx(tmp_path, settings, local=False)
     out = str(ctx.out)
     assert trae.command(ctx) == [
         "apptainer", "exec", "--contain", "--cleanenv", "--fakeroot", "--writable-tmpfs",
         "--pwd", "/testbed",
         "--bind", f"{out}:/forgetting-run",
-        "--bind", "/img/trae.sif:/opt/trae-agent:image-src=/opt/trae-agent",
+        "--bind", f"{image}:/opt/trae-agent:id=4,image-src=/opt/trae-agent",
         "--env", "BASH_ENV=/root/.bashrc",
         "/img/t.sif",
         "/opt/trae-agent/bin/trae-cli", "run",

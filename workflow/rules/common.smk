@@ -12,6 +12,7 @@ from forgetting.containers import (
 )
 
 from forgetting.preflight import partitions_of, target_key
+from forgetting.preflight.gold import gold_applies
 
 BATCH_DIR = f"{RESULTS}/batches/{{agent}}/{{configuration}}/{{batch}}"
 PREFLIGHT_DIR = f"{RESULTS}/preflight"
@@ -91,6 +92,14 @@ def preflight_output(partition):
     if partition not in PREFLIGHT_PARTITIONS or PLAN.regenerate:
         return []
     return [ancient(f"{PREFLIGHT_DIR}/{partition}-{PREFLIGHT_KEY}.txt")]
+
+
+def gold_output():
+    """The gold-patch check every batch and evaluation job waits for, on every route, where the
+    study evaluates in the instance images (forgetting.preflight.gold; none in regenerate mode)."""
+    if not gold_applies(PLAN.study) or PLAN.regenerate:
+        return []
+    return [ancient(f"{PREFLIGHT_DIR}/gold-{PREFLIGHT_KEY}.txt")]
 
 
 def batch_images():

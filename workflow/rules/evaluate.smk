@@ -6,6 +6,7 @@ rule evaluate_batch:
         manifest=f"{BATCH_DIR}/runs.json",
         images=evaluation_images,
         preflight=preflight_output("cpu"),
+        gold=gold_output(),
     output:
         manifest=f"{BATCH_DIR}/eval.json",
     log:

@@ -9,6 +9,7 @@ rule preflight:
     """Every partition's preflight (snakemake --profile profiles/slurm preflight)."""
     input:
         [f"{PREFLIGHT_DIR}/{p}-{PREFLIGHT_KEY}.txt" for p in PREFLIGHT_PARTITIONS],
+        gold_output(),
     localrule: True
 
 
@@ -46,3 +47,23 @@ rule preflight_cpu:
         "../../envs/evaluation.yaml"
     script:
         "../scripts/preflight.py"
+
+
+# Every task's gold patch must resolve in its instance image and the unfixed repository must
+# not, before any batch job, on every route (forgetting.preflight.gold): the CPU partition's
+# preflight first, then 2 evaluations per task, evaluation.workers at a time.
+rule preflight_gold:
+    input:
+        images=evaluation_images,
+        preflight=preflight_output("cpu"),
+    output:
+        f"{PREFLIGHT_DIR}/gold-{{key}}.txt",
+    log:
+        f"{RESULTS}/logs/preflight/gold-{{key}}.log",
+    wildcard_constraints:
+        key="[0-9a-f]{8}",
+    threads: int(PLAN.study.section("evaluation")["workers"])
+    conda:
+        "../../envs/evaluation.yaml"
+    script:
+        "../scripts/preflight_gold.py"

@@ -9,6 +9,7 @@ rule run_batch:
     input:
         images=run_images,
         preflight=preflight_output(AGENTS_PARTITION),
+        gold=gold_output(),
     output:
         manifest=f"{BATCH_DIR}/runs.json",
     log:

@@ -10,13 +10,18 @@ so no batch connects to a server that is going away, then stops the server. The 
 a study with ``model.backend: endpoint`` and that ``address_file`` wait for the file and
 talk to the published address.
 
-The API key: with ``model.endpoint.api_key_env`` set, the server requires that key (vLLM's
-``--api-key``, given as ``VLLM_API_KEY`` in its environment — also ``APPTAINERENV_VLLM_API_KEY``
-for an image started with ``--cleanenv`` — never on its command line, which its log shows).
+The API key: with ``model.endpoint.api_key_env`` set, nothing of the server answers without
+that key. vLLM's own ``--api-key`` checks only the ``/v1`` paths (:mod:`.gate`), so the server
+listens on 127.0.0.1 only and the published address is a front that checks the key on every
+request, whatever its path or method, before forwarding it (:func:`.gate.gate`). vLLM gets the
+key too (``VLLM_API_KEY`` in its environment — also ``APPTAINERENV_VLLM_API_KEY`` for an image
+started with ``--cleanenv`` — never on its command line, which its log shows). Without a key,
+the server listens on the address given and answers anyone who reaches it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -28,6 +33,7 @@ from typing import Any
 
 from forgetting.config import Study
 from forgetting.endpoint.address import ServerAddress, publish_address, withdraw_address
+from forgetting.endpoint.gate import gate
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import ConfigError
 from forgetting.model_server import process_backend_of, served_name_of, server_for
@@ -93,15 +99,24 @@ def serve(
         for s in previous:
             signal.signal(s, lambda *_: stop.set())
     address: ServerAddress | None = None
+    stack = contextlib.ExitStack()
     try:
         if address_file.exists():
             os.unlink(address_file)  # a dead server's: batches wait for this one instead
             say(f"removed the address a previous server left in {address_file}")
-        server = server_for(model, log_path=log_path, seed=study.seed, host=host, port=port or None)
+        key = settings.api_key()
+        # with a key, the server listens on loopback only, behind the key-checking front (.gate)
+        inner_host, inner_port = ("127.0.0.1", None) if key else (host, port or None)
+        server = server_for(model, log_path=log_path, seed=study.seed, host=inner_host, port=inner_port)
         say(f"starting the {backend} model server (log: {log_path})")
         server.start(timeout_s=server_backend.startup_timeout_s(model), env=extra_env)
         try:
-            bound_port = int(server.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+            server_port = int(server.base_url.rsplit(":", 1)[1].split("/", 1)[0])
+            front = stack.enter_context(gate(host, port, key=key, upstream_port=server_port)) if key else None
+            bound_port = front.server_address[1] if front is not None else server_port
+            if front is not None:
+                say(f"every request needs the key from ${settings.api_key_env}: the model server listens on "
+                    f"127.0.0.1:{server_port} only, behind the key check on port {bound_port}")
             shown = advertise or advertised_host(host)
             address = ServerAddress(
                 base_url=f"http://{shown}:{bound_port}/v1", host=shown, port=bound_port,
@@ -121,6 +136,7 @@ def serve(
         finally:
             if address is not None:  # first: no batch may connect to a server going away
                 withdraw_address(address_file, address)
+            stack.close()
             server.stop()
     finally:
         if threading.current_thread() is threading.main_thread():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from forgetting.evaluation.backends import ConfiguredBySettings, Outcome
 from forgetting.evaluation.execute import run_logged
 from forgetting.evaluation.grading import require_harness_fields, spec_for, verdict_from_log
 from forgetting.evaluation.instances import load_instances
+from forgetting.evaluation.layer import writable_layer
 from forgetting.evaluation.scripts import apply_and_eval_script
 from forgetting.evaluation.settings import ApptainerSettings, EvalSettings, sif_path
 from forgetting.instance_images import InstanceImages
@@ -72,8 +73,10 @@ def check_arch(sif: Path, images: InstanceImages, *, source: str | None = None) 
     )
 
 
-def exec_command(sif: Path, work_dir: Path, settings: ApptainerSettings) -> list[str]:
-    """``apptainer exec [ARGS] --pwd /testbed --bind WORK:/forgetting SIF /bin/bash /forgetting/run.sh``."""
+def exec_command(sif: Path, work_dir: Path, settings: ApptainerSettings,
+                 layer: Sequence[str] = ("--writable-tmpfs",)) -> list[str]:
+    """``apptainer exec [ARGS] LAYER --pwd /testbed --bind WORK:/forgetting SIF /bin/bash /forgetting/run.sh``,
+    LAYER the options of its writable layer (:func:`forgetting.evaluation.layer.writable_layer`)."""
     if any(c in str(work_dir) for c in ":,"):
         raise UserError(
             f"{work_dir}: an apptainer bind path cannot contain ':' or ','; choose another results_dir"
@@ -82,6 +85,7 @@ def exec_command(sif: Path, work_dir: Path, settings: ApptainerSettings) -> list
         settings.executable,
         "exec",
         *settings.exec_args,
+        *layer,
         "--pwd",
         TESTBED,
         "--bind",
@@ -115,7 +119,7 @@ def pull_image(instance: Mapping[str, Any], image_dir: Path, settings: Apptainer
         try:
             proc = subprocess.run(
                 pull_command(instance, partial, settings, images), capture_output=True, text=True,
-                timeout=settings.pull_timeout_s,
+                timeout=settings.pull_timeout_s, env=settings.environ(),
             )
         except subprocess.TimeoutExpired:
             raise ResourceError(
@@ -167,11 +171,16 @@ class ApptainerBackend(ConfiguredBySettings):
             encoding="utf-8",
         )
         log = work_dir / "test_output.txt"
-        finished = run_logged(
-            exec_command(sif, work_dir.resolve(), self.settings.apptainer),
-            log_path=log,
-            timeout_s=self.settings.timeout_s,
-        )
+        try:
+            with writable_layer(self.settings.apptainer, label) as layer:
+                finished = run_logged(
+                    exec_command(sif, work_dir.resolve(), self.settings.apptainer, layer),
+                    log_path=log,
+                    timeout_s=self.settings.timeout_s,
+                    env=self.settings.apptainer.environ(),
+                )
+        except ResourceError as exc:
+            return Outcome("error", None, error=str(exc))
         verdict = verdict_from_log(spec, log, timed_out=finished.timed_out)
         durations = {
             "pull_s": round(pull_s, 3),

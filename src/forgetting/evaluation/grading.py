@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from swebench.harness.constants import (
     ResolvedStatus,
 )
 from swebench.harness.grading import get_eval_tests_report, get_logs_eval, get_resolution_status
-from swebench.harness.infra_failure import classify_logs
+from swebench.harness.infra_failure import TIER_ENVIRONMENT, classify_logs, classify_text
 from swebench.harness.log_parsers import PARSER_REGISTRY
 from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
 from swebench.harness.utils import make_test_spec
@@ -140,6 +141,28 @@ def grade_log(spec: TestSpec, log_path: str | os.PathLike[str]) -> Grade:
     return Grade(tests_parsed=found, status_map=dict(status_map), tests=tests, resolution=resolution)
 
 
+#: infrastructure failures a test log shows that swebench's own signatures
+#: (``swebench.harness.infra_failure``, its environment tier) lack: a full writable layer, a
+#: process bash reports killed (the out-of-memory killer, a limit), Apptainer's own ``FATAL:``
+#: line (an image missing, a bind refused) — the container broke, not the patch
+INFRA_SIGNATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("no_space_left", re.compile(r"No space left on device|\[Errno 28\]|\bENOSPC\b")),
+    ("killed", re.compile(r"^(?:.*: line \d+:\s+\d+\s+)?Killed\b", re.MULTILINE)),
+    ("apptainer_failed", re.compile(r"^FATAL:\s", re.MULTILINE)),
+)
+
+
+def infra_failure(text: str) -> str | None:
+    """The reason a log shows the environment broke (``no_space_left``, ``killed``,
+    ``apptainer_failed``, or swebench's environment-tier reasons such as ``out_of_memory``),
+    else None."""
+    for reason, pattern in INFRA_SIGNATURES:
+        if pattern.search(text):
+            return reason
+    found = classify_text(text)
+    return found[0] if found and found[1] == TIER_ENVIRONMENT else None
+
+
 @dataclass(frozen=True)
 class LogVerdict:
     status: str
@@ -151,12 +174,18 @@ class LogVerdict:
 def verdict_from_log(spec: TestSpec, log_path: Path, *, timed_out: bool) -> LogVerdict:
     """The report status of a finished (or killed) eval run whose output is ``log_path``.
 
-    A patch that does not apply is marked by swebench's ``>>>>> Patch Apply Failed`` line;
+    A log that shows the environment broke (:func:`infra_failure`: no space left, a process
+    killed, Apptainer's own failure) is an evaluation error whatever else it says;
+    a patch that does not apply is marked by swebench's ``>>>>> Patch Apply Failed`` line;
     a log without both test-output markers means the tests never ran, or that the log is cut
     short after they started (an evaluation error either way, never "unresolved");
     tests that ran but left nothing swebench can read count as unresolved, as in swebench.
     """
     text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+    broke = infra_failure(text)
+    if broke is not None and not timed_out:  # an evaluation error, never "unresolved" or "patch failed"
+        applied = True if APPLY_PATCH_PASS in text else None
+        return LogVerdict("error", applied, None, note=f"infrastructure failure in the log: {broke}")
     if APPLY_PATCH_FAIL in text:
         return LogVerdict("patch_failed", False, None)
     if timed_out:

@@ -171,13 +171,18 @@ class AgentChecks:
 
     def sandboxes(self) -> list[Check]:
         study, out = self.study, []
+        apptainer = EvalSettings.from_study(study).apptainer
+        out += c.check_apptainer_dirs(apptainer.cache_dir, apptainer.tmp_dir, images=len(study.tasks),
+                                      largest_sif=max(self.sif_sizes, default=c.NOMINAL_SIF_BYTES))
         mini = [a for a in study.agents if a in ("mini", "mini-text")]
         if mini and runs_need_instance_images(study):
 
             settings = RunnerSettings.from_study(study)
             out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, self.sif_sizes))
         if self.trae:
-            out.append(c.check_trae_cli(self.apptainer, self.trae, str(self.agent["trae"]["executable"]), self.environ))
+            from forgetting.preflight.launch import check_trae_launch
+
+            out.append(check_trae_launch(study, self.environ))
         return out
 
 
@@ -188,6 +193,8 @@ def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
     out = [
         c.check_apptainer(evaluation.apptainer.executable),
         c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch, binfmt_dir=binfmt_dir),
+        *c.check_apptainer_dirs(evaluation.apptainer.cache_dir, evaluation.apptainer.tmp_dir,
+                                images=len(study.tasks)),
     ]
     if agents_partition(study) == "cpu":
         agents = AgentChecks(study, study.section("agent"), evaluation.apptainer.executable, environ, binfmt_dir)

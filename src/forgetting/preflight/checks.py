@@ -227,17 +227,75 @@ def check_scratch(scratch: Path, sandboxes: int, sif_sizes: Sequence[int]) -> Ch
                  "execution.concurrency")
 
 
-def check_trae_cli(apptainer: str, sif: Path, executable: str, environ: Mapping[str, str]) -> Check:
-    """``trae-cli --help`` answers inside the Trae image (its imports all resolve)."""
-    name = "trae-cli"
-    if not sif.is_file():
-        return Check(name, False, f"not tried: {sif} not found")
-    command = [apptainer, "exec", "--cleanenv", str(sif), executable, "--help"]
-    status, out = run_probe(command, env=environ)
-    if status == 0:
-        return Check(name, True, f"`{executable} --help` answers inside {sif.name}")
-    return Check(name, False, f"`{' '.join(command)}` exited {status}: {last_line(out)}; rebuild "
-                 "containers/trae-agent.def (its %test runs trae-cli --help)")
+#: file systems that live in memory: Apptainer's temporary directory there competes with the jobs
+RAM_FS = ("tmpfs", "ramfs")
+
+
+def fs_type(path: Path, mounts: Path = Path("/proc/self/mounts")) -> str | None:
+    """The file-system type of the mount holding ``path`` (the longest mount point above it)."""
+    try:
+        lines = mounts.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    target, best, kind = str(path.resolve()), "", None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fields[2]
+    return kind
+
+
+def _writable(d: Path) -> str | None:
+    """Why ``d`` cannot be used (None: made if missing, and a file written and removed there)."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / f".forgetting-preflight-{os.getpid()}"
+        probe.write_bytes(b"x")
+        probe.unlink()
+    except OSError as exc:
+        return f"{d}: {exc.strerror or exc}"
+    return None
+
+
+def check_apptainer_dirs(cache_dir: Path, tmp_dir: Path, *, images: int, largest_sif: int = NOMINAL_SIF_BYTES,
+                         mounts: Path = Path("/proc/self/mounts")) -> list[Check]:
+    """Apptainer's cache (``evaluation.apptainer.cache_dir``, ``APPTAINER_CACHEDIR``: the layers
+    of ``images`` pulls, about one image's size each — 100 GB for the study) and temporary
+    directory (``evaluation.apptainer.tmp_dir``, ``APPTAINER_TMPDIR``): writable, with room, the
+    temporary one not in memory."""
+    out = []
+    why = _writable(cache_dir)
+    if why is None:
+        free = shutil.disk_usage(cache_dir).free
+        need_cache = images * largest_sif
+        line = (f"{free / GIB:.1f} GiB free at {cache_dir} (APPTAINER_CACHEDIR); {images} image pulls × "
+                f"{largest_sif / GIB:.1f} GiB = {need_cache / GIB:.1f} GiB")
+        ok = free >= need_cache
+        hint = "; set evaluation.apptainer.cache_dir to scratch"
+        out.append(Check("apptainer cache", ok, line if ok else line + hint))
+    else:
+        out.append(Check("apptainer cache", False,
+                         f"{why}; set evaluation.apptainer.cache_dir to a writable scratch directory"))
+    why = _writable(tmp_dir)
+    kind = fs_type(tmp_dir, mounts) if why is None else None
+    need = int(largest_sif * SANDBOX_EXPANSION)
+    if why is not None:
+        out.append(Check("apptainer tmp", False,
+                         f"{why}; set evaluation.apptainer.tmp_dir to a writable scratch directory"))
+    elif kind in RAM_FS:
+        out.append(Check("apptainer tmp", False, f"{tmp_dir} (APPTAINER_TMPDIR) is on {kind}, in memory; set "
+                         "evaluation.apptainer.tmp_dir to disk"))
+    else:
+        free = shutil.disk_usage(tmp_dir).free
+        line = (f"{free / GIB:.1f} GiB free at {tmp_dir} (APPTAINER_TMPDIR, {kind or 'unknown'}); a pull unpacks "
+                f"up to {need / GIB:.1f} GiB")
+        ok = free >= need
+        out.append(Check("apptainer tmp", ok, line if ok else f"{line}; set evaluation.apptainer.tmp_dir"))
+    return out
 
 
 def elf_arch(path: Path) -> str | None:

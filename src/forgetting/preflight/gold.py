@@ -12,14 +12,18 @@ its status is ``empty_patch``). ``evaluation.workers`` tasks at a time; results 
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
+from forgetting.atomic import write_text
 from forgetting.config import Study
 from forgetting.errors import UserError
 from forgetting.evaluation.backends import make_backend
 from forgetting.evaluation.evaluate import evaluate_patch
 from forgetting.evaluation.instances import load_instances
 from forgetting.evaluation.settings import EvalSettings
+from forgetting.preflight import PreflightFailed
 from forgetting.preflight.checks import Check
 
 #: a patch that changes no code: the tests run on the repository as the task found it
@@ -64,3 +68,26 @@ def gold_checks(study: Study) -> list[Check]:
     out.append(Check("gold patches", passed == len(out),
                      f"{passed} of {len(out)} tasks: the gold patch resolves, the unfixed repository does not"))
     return out
+
+
+def gold_applies(study: Study) -> bool:
+    """The workflow checks the gold patches before the study wherever it evaluates in the
+    instance images (``evaluation.backend: apptainer``), whatever the route: an image that does
+    not reproduce a task would grade every run of it wrongly."""
+    return study.section("evaluation")["backend"] == "apptainer"
+
+
+def run_gold_in_job(study: Study, *, out: str | os.PathLike[str], log: str | os.PathLike[str]) -> None:
+    """The workflow's gold-patch job: one line per task to ``log``; ``out`` written (atomically)
+    only when every task's gold patch resolved and its unfixed repository did not, so a failure
+    stops the batch jobs after it."""
+    checks = gold_checks(study)
+    text = "".join(ch.line() + "\n" for ch in checks)
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    Path(log).write_text(text, encoding="utf-8")
+    print(text, end="", flush=True)
+    failed = [ch for ch in checks if not ch.ok and ch.name != "gold patches"]
+    if not checks[-1].ok:
+        names = ", ".join(ch.name for ch in failed[:5]) + (", …" if len(failed) > 5 else "")
+        raise PreflightFailed(f"gold patches: {len(failed)} of {len(checks) - 1} tasks failed ({names}); see {log}")
+    write_text(out, text)

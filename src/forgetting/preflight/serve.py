@@ -12,7 +12,7 @@ from typing import Any
 
 from forgetting.config import Study
 from forgetting.gpu_time import THROUGHPUT, max_model_len, run_cost
-from forgetting.model_server import ModelServerError, served_name_of, serving
+from forgetting.model_server import ModelServerError, open_local, served_name_of, serving
 from forgetting.preflight.checks import Check
 from forgetting.runner.batch import model_section
 from forgetting.runner.settings import RunnerSettings
@@ -25,7 +25,7 @@ PROBE_PROMPT = "def add(a, b):\n    return a + b\n"
 def _json(url: str, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as resp:
+    with open_local(request, timeout=60) as resp:
         return json.loads(resp.read())
 
 

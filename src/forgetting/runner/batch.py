@@ -40,7 +40,7 @@ from forgetting.config import Study
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
 from forgetting.layout import CALLS, PATCH, RUN_JSON, Layout
-from forgetting.model_server import serving
+from forgetting.model_server import serving, with_loopback_no_proxy
 from forgetting.plan import Batch, Run
 from forgetting.proxy import ProxySettings
 from forgetting.records import RunRecord, is_finished, read_run_record
@@ -419,6 +419,9 @@ def run_batch(
     an infrastructure failure; the finished runs are kept and are not redone next time.
     """
     settings = settings or RunnerSettings.from_study(study)
+    # the agents' model clients (litellm, Trae's openai) and their containers reach the run's
+    # proxy on loopback directly, never through a site's http_proxy
+    os.environ.update(with_loopback_no_proxy(os.environ))
     with StageLog(log, echo=echo) as say, _terminate_as_exception():
         runner = BatchRunner(study, batch, settings, say)
         todo = runner.plan()

@@ -119,6 +119,19 @@ def agent_config(config: dict[str, Any], settings: RunnerSettings, trajectory: P
     }
 
 
+def mini_exec_args(settings: RunnerSettings, scratch: Path) -> list[str]:
+    """``apptainer exec`` options of mini-swe-agent's steps. mini starts a fresh ``apptainer
+    exec --writable SANDBOX bash -c …`` per step, and under ``--contain`` each exec gets a fresh
+    /tmp of its session (Apptainer's container_linux.go, addTmpMount), so a file the agent left in
+    /tmp would be gone at the next step. With ``--workdir DIR`` /tmp and /var/tmp are
+    ``DIR/tmp`` and ``DIR/var_tmp`` instead, kept for the whole run (on scratch). The writable
+    layer is mini's sandbox (on scratch), so a ``--writable-tmpfs`` the options name is left out."""
+    work = scratch / "apptainer-work"
+    work.mkdir(parents=True, exist_ok=True)
+    kept = [a for a in settings.apptainer_exec_args if a != "--writable-tmpfs"]
+    return [*kept, "--workdir", str(work)]
+
+
 def _environment(ctx: RunContext, config: dict[str, Any]) -> Any:
     settings, ws = ctx.settings, ctx.workspace
     env = shell_env(config, local=ws.local, fixed_test_durations=settings.fixed_test_durations)
@@ -129,10 +142,12 @@ def _environment(ctx: RunContext, config: dict[str, Any]) -> Any:
     from minisweagent.environments.singularity import SingularityEnvironment
 
     tempfile.tempdir = str(ctx.scratch)  # mini builds its writable sandbox of the image here
+    # mini's apptainer commands inherit this (forked) run's environment: the cache and temp dirs
+    os.environ.update({k: v for k, v in settings.apptainer_settings.environ({}).items()})
     try:
         return SingularityEnvironment(
             image=str(ws.image), cwd=ws.cwd, env=env, timeout=settings.command_timeout_s,
-            executable=settings.apptainer,
+            executable=settings.apptainer, exec_args=mini_exec_args(settings, ctx.scratch),
         )
     except Exception as exc:  # the sandbox could not be built: the workspace is missing
         raise InfraFailure(f"workspace: apptainer sandbox of {ws.image} failed: {exc}") from None

@@ -22,7 +22,7 @@ from forgetting.agents import MINI_AGENTS
 from forgetting.config import PROJECT_ROOT, Study
 from forgetting.errors import ConfigError
 from forgetting.evaluation.dataset_file import DatasetSource, dataset_source
-from forgetting.evaluation.settings import EvalSettings
+from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
 from forgetting.model_server import served_name_of
 
 
@@ -97,6 +97,8 @@ class RunnerSettings:
     image_dir: Path
     apptainer: str
     apptainer_exec_args: tuple[str, ...]
+    #: ``evaluation.apptainer`` whole: the writable layer, the cache and temporary directories
+    apptainer_settings: ApptainerSettings
     mini_config_files: Mapping[str, Path | None]
     trae: TraeSettings
     force_rerun: bool
@@ -134,8 +136,8 @@ class RunnerSettings:
         execution = config_schema.section("execution", cfg["execution"])
         model = config_schema.section("model", cfg.get("model"))
         dataset = config_schema.section("dataset", cfg.get("dataset"))
-        evaluation = EvalSettings.from_section(cfg["evaluation"], root=root)
         scratch = execution.get("scratch_dir")  # optional: the system's temporary directory
+        evaluation = EvalSettings.from_section(cfg["evaluation"], root=root, scratch=scratch)
         return cls(
             turn_cap=int(agent["turn_cap"]),
             command_timeout_s=int(agent["command_timeout_s"]),
@@ -149,6 +151,7 @@ class RunnerSettings:
             image_dir=evaluation.image_dir,
             apptainer=evaluation.apptainer.executable,
             apptainer_exec_args=evaluation.apptainer.exec_args,
+            apptainer_settings=evaluation.apptainer,
             mini_config_files=mini_config_files(agent, root),
             trae=TraeSettings.from_section(agent["trae"], root=root),
             force_rerun=bool(cfg["force_rerun"]),

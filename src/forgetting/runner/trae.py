@@ -6,13 +6,25 @@ needs Python ≥ 3.12 and is not on PyPI, so it lives in its own image
 cluster a run starts it *inside the task's SWE-bench instance image*, with that prefix bound
 in, so its bash tool works in ``/testbed`` with the task's environment (docs/runs.md)::
 
-    apptainer exec --contain --cleanenv --fakeroot --writable-tmpfs --pwd /testbed \\
-        --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:image-src=/opt/trae-agent \\
+    apptainer exec --contain --cleanenv --fakeroot --overlay LAYER/overlay.img --workdir LAYER/work \\
+        --pwd /testbed \\
+        --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:id=N,image-src=/opt/trae-agent \\
         --env BASH_ENV=/root/.bashrc INSTANCE.sif /opt/trae-agent/bin/trae-cli run \\
         --file /forgetting-run/task.txt --working-dir /testbed \\
         --config-file /forgetting-run/trae_config.yaml --must-patch \\
         --patch-path /forgetting-run/patch.diff --trajectory-file /forgetting-run/trajectory.json \\
         --console-type simple
+
+The prefix is an *image bind* of the Trae image's root file system partition, named by its
+descriptor ID (``id=N``, :func:`prefix_bind`). Without ``id=``, Apptainer mounts the image's
+first *data* partition, and an image made by ``apptainer build`` has none (only its root file
+system, a primary system partition), so the exec would stop with "no data partition found"
+(Apptainer's internal/pkg/runtime/engine/apptainer/container_linux.go, addImageBindMount: with
+``id`` > 0 the partition of that ID among all of them, else the first of
+``GetDataPartitions``; pkg/image/sif.go files the primary system partition under root-file-system
+use only). The ID depends on what the build stored before the partition (the definition file,
+its JSON objects: Apptainer's own e2e test binds its test image with ``id=4``,
+e2e/actions/actions.go "SifWithID"), so it is read from the image's descriptors, not assumed.
 
 For demo tasks (local checkouts, tests) ``agent.trae.executable`` is started directly with
 the checkout as working directory. The model provider is Trae's ``openrouter`` provider,
@@ -23,11 +35,13 @@ file, so they are removed from the agent's environment.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +49,8 @@ import yaml
 
 from forgetting.agents import TRAE_PREFIX, TRAE_TOOLS
 from forgetting.atomic import write_text
-from forgetting.errors import ConfigError, RunOutputError
+from forgetting.errors import ConfigError, ResourceError, RunOutputError
+from forgetting.evaluation.layer import writable_layer
 from forgetting.layout import PATCH, TRAJECTORY
 from forgetting.records.trae import TraeTrajectory, parse_trae
 from forgetting.runner.context import RunContext
@@ -50,6 +65,7 @@ from forgetting.runner.outcome import (
     is_context_overflow,
 )
 from forgetting.runner.settings import RunnerSettings
+from forgetting.sif import read_sif
 
 TASK_FILE = "task.txt"
 CONFIG_FILE = "trae_config.yaml"
@@ -109,17 +125,31 @@ def check_ready(settings: RunnerSettings) -> None:
     where = t.apptainer_image or t.install_dir
     if not Path(str(where)).exists():
         raise ConfigError(f"agent.trae: {where} not found; build the image first (docs/cluster.md)")
+    prefix_bind(settings)  # the image has the partition the bind names
 
 
-def _prefix_bind(settings: RunnerSettings) -> str:
+def prefix_bind(settings: RunnerSettings) -> str:
+    """The ``--bind`` of Trae's prefix: ``IMAGE:/opt/trae-agent:id=N,image-src=/opt/trae-agent``,
+    N the descriptor ID of the image's root file system (module docstring), or a host directory
+    read-only. An image without one (not made by ``apptainer build``) is one error line."""
     t = settings.trae
     if t.apptainer_image is not None:
-        return f"{t.apptainer_image}:{TRAE_PREFIX}:image-src={TRAE_PREFIX}"
+        try:
+            ident = read_sif(t.apptainer_image).partition_id
+        except ResourceError as exc:
+            raise ConfigError(f"agent.trae.apptainer_image: {exc}") from None
+        if ident is None:
+            raise ConfigError(
+                f"agent.trae.apptainer_image: {t.apptainer_image} has no root file system partition to bind "
+                "/opt/trae-agent from; build it with `apptainer build` from containers/trae-agent.def"
+            )
+        return f"{t.apptainer_image}:{TRAE_PREFIX}:id={ident},image-src={TRAE_PREFIX}"
     return f"{t.install_dir}:{TRAE_PREFIX}:ro"
 
 
-def command(ctx: RunContext) -> list[str]:
-    """The exact command line that starts the agent for this run."""
+def command(ctx: RunContext, layer: Sequence[str] = ("--writable-tmpfs",)) -> list[str]:
+    """The exact command line that starts the agent for this run; ``layer``: the options of its
+    writable layer (:func:`forgetting.evaluation.layer.writable_layer`)."""
     settings, ws = ctx.settings, ctx.workspace
     inside = MOUNT if not ws.local else str(ctx.out)
     cli = [
@@ -134,14 +164,20 @@ def command(ctx: RunContext) -> list[str]:
     ]
     if ws.local:
         return cli
+    return [*container_command(settings, Path(str(ws.image)), ctx.out, ws.cwd, layer), *cli]
+
+
+def container_command(settings: RunnerSettings, image: Path, out: Path, cwd: str, layer: Sequence[str]) -> list[str]:
+    """``apptainer exec`` of a Trae run up to the agent's program: its options, writable layer,
+    binds (the run's directory, Trae's prefix) and environment, in the instance ``image`` —
+    the same for the run and for the preflight's check of it."""
     return [
-        settings.apptainer, "exec", *settings.apptainer_exec_args,
-        "--pwd", ws.cwd,
-        "--bind", f"{ctx.out}:{MOUNT}",
-        "--bind", _prefix_bind(settings),
+        settings.apptainer, "exec", *settings.apptainer_exec_args, *layer,
+        "--pwd", cwd,
+        "--bind", f"{out}:{MOUNT}",
+        "--bind", prefix_bind(settings),
         "--env", "BASH_ENV=/root/.bashrc",  # the instance image's `conda activate testbed`
-        str(ws.image),
-        *cli,
+        str(image),
     ]
 
 
@@ -187,27 +223,17 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
     out = ctx.out
     write_text(out / TASK_FILE, ctx.task_text)
     write_text(out / CONFIG_FILE, yaml.safe_dump(trae_config(ctx.settings, ctx.model_url), sort_keys=False))
-    cmd = command(ctx)
-    print(f"$ {' '.join(cmd)}", flush=True)
-    sys.stdout.flush()
-    try:
-        process = subprocess.Popen(
-            cmd,
-            cwd=ctx.workspace.path if ctx.workspace.local else out,
-            env=agent_env(ctx.workspace.local, ctx.settings.fixed_test_durations),
-            stdout=sys.stdout.fileno(),
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-    except OSError as exc:
-        raise InfraFailure(f"could not start {cmd[0]}: {exc.strerror or exc}") from None
-    timed_out = False
-    try:
-        exit_code = process.wait(timeout=ctx.settings.run_timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        process.kill()
-        exit_code = process.wait()
+    with contextlib.ExitStack() as stack:
+        layer: Sequence[str] = ()
+        env = agent_env(ctx.workspace.local, ctx.settings.fixed_test_durations)
+        if not ctx.workspace.local:
+            apptainer = ctx.settings.apptainer_settings
+            try:
+                layer = stack.enter_context(writable_layer(apptainer, f"trae-{out.name}"))
+            except ResourceError as exc:
+                raise InfraFailure(f"writable layer: {exc}") from None
+            env = apptainer.environ(env)
+        exit_code, timed_out = _start_and_wait(command(ctx, layer), ctx, env)
     # apptainer's own failures (image not found, bind refused) exit 255 before the agent starts
     trajectory = out / TRAJECTORY
     try:
@@ -230,6 +256,27 @@ def run_trae(ctx: RunContext) -> AgentOutcome:
         agent_exit_code=exit_code,
         extra={"agent_calls": len(traj.interactions) if traj is not None else 0},
     )
+
+
+def _start_and_wait(cmd: list[str], ctx: RunContext, env: dict[str, str]) -> tuple[int, bool]:
+    print(f"$ {' '.join(cmd)}", flush=True)
+    sys.stdout.flush()
+    try:
+        process = subprocess.Popen(
+            cmd,
+            cwd=ctx.workspace.path if ctx.workspace.local else ctx.out,
+            env=env,
+            stdout=sys.stdout.fileno(),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        raise InfraFailure(f"could not start {cmd[0]}: {exc.strerror or exc}") from None
+    try:
+        return process.wait(timeout=ctx.settings.run_timeout_s), False
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(), True
 
 
 def _read_trajectory(path: Path) -> TraeTrajectory | None:

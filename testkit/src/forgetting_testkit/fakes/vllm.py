@@ -18,6 +18,12 @@ CUDA_VISIBLE_DEVICES it was started with to, as JSON), FAKE_VLLM_KV_TOKENS (logs
 size: N tokens" as vLLM does once its cache is allocated), FAKE_VLLM_COMMAND (the shell command
 every call before the submitting one asks for, instead of reading a file). /tokenize counts
 whitespace-separated words as tokens (no tokenizer here) and reports --max-model-len.
+/invocations answers as /v1/chat/completions does (vLLM's SageMaker-style route).
+
+The key: with ``--api-key KEY`` or ``VLLM_API_KEY``, a request whose path starts with ``/v1``
+needs ``Authorization: Bearer KEY`` (else 401 ``{"error": "Unauthorized"}``); every other path
+and every OPTIONS request is answered without it — as vLLM's authentication middleware does
+(vllm/entrypoints/openai/api_server.py, build_app: ``if not url_path.startswith("/v1")``).
 """
 
 import json
@@ -82,12 +88,31 @@ def reply(body, n):
     return out
 
 
+TOKEN = (argv[argv.index("--api-key") + 1] if "--api-key" in argv else None) or os.environ.get("VLLM_API_KEY")
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def refused(self):
+        """vLLM's check: only /v1 paths, never OPTIONS."""
+        if not TOKEN or self.command == "OPTIONS" or not self.path.startswith("/v1"):
+            return False
+        if self.headers.get("Authorization") == "Bearer " + TOKEN:
+            return False
+        data = json.dumps({"error": "Unauthorized"}).encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
 
     def do_POST(self):
         global completions
         raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.refused():
+            return
         if self.path == "/tokenize":
             prompt = json.loads(raw).get("prompt", "")
             data = json.dumps({"count": len(prompt.split()), "max_model_len": max_model_len,
@@ -98,7 +123,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
             return
-        if self.path != "/v1/chat/completions":
+        if self.path not in ("/v1/chat/completions", "/invocations"):
             self.send_response(404)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -122,6 +147,8 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self):
+        if self.refused():
+            return
         if self.path == "/health":
             body = b""
         elif self.path == "/v1/models":
