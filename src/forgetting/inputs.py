@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -130,13 +131,26 @@ def read_yaml(path: str | os.PathLike[str], *, what: str = "file", error: type[U
     return parse_yaml(read_text(path, what=what, error=error), str(path), error=error)
 
 
-def check_output_file(path: str | os.PathLike[str], key: str) -> Path:
-    """``path`` as a file a command may write — checked before any work: not a directory, and
-    the nearest folder above it that exists is a writable directory (a missing one is made
-    when it is written); otherwise one line naming ``key`` (the option) and the path."""
+def check_output_file(path: str | os.PathLike[str], key: str, *, append: bool = False) -> Path:
+    """``path`` as a file a command may write — checked before any work: a regular file or
+    none (not a directory, a device node, a FIFO or a socket: an atomic write never replaces
+    one, :func:`forgetting.atomic.refuse_special`), and the nearest folder above it that
+    exists is a writable directory (a missing one is made when it is written); otherwise one
+    line naming ``key`` (the option) and the path. ``append``: a log appended to, where a
+    character device (``/dev/null``, a terminal) is fine too — a FIFO still is not (the
+    write would wait for a reader forever)."""
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{key} {p}: is a directory, not a file")
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not (append and stat.S_ISCHR(mode)):
+        from forgetting.atomic import kind_of
+
+        raise UserError(f"{key} {p}: exists and is {kind_of(mode)}, not a regular file; "
+                        "give the path of a regular file (or of none)")
     check_output_dir(p.absolute().parent, key, shown=p)
     return p
 

@@ -1,0 +1,178 @@
+"""Hostile inputs, round two: paths that are not what they seem and the key in other spellings.
+
+- **Special files as outputs** (``out special``): every output option of every command, given a
+  FIFO, a socket, a symbolic link to a FIFO or a device node, is one ``error:`` line naming the
+  option and the path, before any work — the special file is left as it was (an atomic write
+  never replaces what is not a regular file: ``forgetting.atomic.refuse_special``).
+- **Symbolic links in run directories** (``run-dir symlink``): a run whose ``patch.diff``,
+  ``trajectory.json``, ``calls.jsonl``, ``run.json`` or ``eval.json`` links out of the results
+  tree is refused, one line naming the file; the outside content reaches no output.
+- **The key's other spellings** (``key spelling``): an ``address_file`` whose ``base_url``
+  holds credentials, an API key that is not ASCII — one line, never the secret.
+
+Every case reports to the shared tally (``tests/hostile/conftest.py``)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.hostile import changed, run_main, snapshot
+
+DEMO = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
+
+
+def demo_config(d: Path, name: str = "study.yaml", **changes: Any) -> Path:
+    """The demo config with absolute resource paths and its results under ``d``."""
+    cfg = copy.deepcopy(DEMO)
+    cfg["study"]["results_dir"] = str(d / "results")
+    cfg["tasks"]["ids_file"] = str(ROOT / "resources/demo/tasks.txt")
+    cfg["dataset"]["instances"] = str(ROOT / "resources/demo/tasks")
+    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
+    for key, value in changes.items():
+        node = cfg
+        *parents, last = key.split("__")
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[last] = value
+    path = d / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def judge(tally: Any, surface: str, argv: list[str], roots: list[Path], *, says: tuple[str, ...] = (),
+          expect: str = "error", quiet: bool = False, secret: str | None = None) -> Any:
+    """Run ``forgetting ARGV`` in this process, hold it to the contract (nothing under ``roots``
+    changed), and check that the error says ``says`` (and, ``quiet``, nothing on stdout: the
+    refusal came before any work; ``secret``: it is nowhere in what was printed)."""
+    before = snapshot(*roots)
+    outcome = run_main(argv)
+    outcome.changed = changed(before, snapshot(*roots))
+    more = []
+    for fragment in says:
+        if fragment not in outcome.stderr:
+            more.append(f"the error does not say {fragment!r}: {outcome.stderr.strip()}")
+    if quiet and outcome.stdout.strip():
+        more.append(f"work was done before the refusal: {outcome.stdout.strip()[:300]}")
+    if secret is not None and secret in outcome.stdout + outcome.stderr:
+        more.append("the secret was printed")
+    found = tally.record(surface, outcome, expect=expect, more=more)
+    assert not found, f"{argv}: " + "; ".join(found)
+    return outcome
+
+
+# -- special files as outputs ------------------------------------------------------------------------
+
+def _fifo(p: Path) -> Path:
+    os.mkfifo(p)
+    return p
+
+
+def _socket(p: Path) -> Path:
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(p))
+    s.close()  # the socket file stays
+    return p
+
+
+def _link_to_fifo(p: Path) -> Path:
+    target = _fifo(p.with_name(p.name + ".fifo"))
+    p.symlink_to(target)
+    return p
+
+
+def _link_to_dev_null(p: Path) -> Path:
+    p.symlink_to("/dev/null")  # a write that followed it would replace /dev/null (as root)
+    return p
+
+
+SPECIAL: dict[str, Callable[[Path], Path]] = {
+    "a FIFO": _fifo, "a socket": _socket, "a link to a FIFO": _link_to_fifo, "a link to /dev/null": _link_to_dev_null,
+}
+
+
+def _batch_key(config: Path) -> str:
+    from forgetting.config import load_study
+    from forgetting.plan import plan_batches
+
+    return plan_batches(load_study(config))[0].key
+
+
+#: each output option: (surface, file name, argv given the case's directory, the world and the target)
+OUTPUTS: dict[str, tuple[str, str, Callable[[Path, Any, Path], list[str]]]] = {
+    "plan --out": ("plan", "runs.parquet", lambda d, w, t: ["plan", str(demo_config(d)), "--out", str(t)]),
+    "tasks sample --out": ("tasks", "ids.txt", lambda d, w, t: ["tasks", "sample", "-n", "3", "--out", str(t)]),
+    "label --out": ("label", "rows.csv", lambda d, w, t: ["label", str(w.mini_run), "--out", str(t)]),
+    "cost --out": ("cost", "rows.parquet", lambda d, w, t: ["cost", str(w.mini_run), "--out", str(t)]),
+    "dataset fetch --out": ("dataset", "rows.jsonl", lambda d, w, t: ["dataset", "fetch", "--out", str(t)]),
+    "run-batch --manifest": ("run-batch", "runs.json", lambda d, w, t: [
+        "run-batch", str(c := demo_config(d)), "--batch", _batch_key(c), "--manifest", str(t)]),
+    "run-batch --log": ("run-batch", "batch.log", lambda d, w, t: [
+        "run-batch", str(c := demo_config(d)), "--batch", _batch_key(c), "--log", str(t)]),
+    "scripted-model --port-file": ("scripted-model", "port", lambda d, w, t: [
+        "scripted-model", "--port", "0", "--port-file", str(t)]),
+    "serve address_file": ("serve", "address.json", lambda d, w, t: [
+        "serve", "--backend", "scripted", "--host", "127.0.0.1", "--log", str(d / "server.log"),
+        str(demo_config(d, model__backend="endpoint", model__endpoint={"address_file": str(t)}))]),
+}
+
+
+def special_cases() -> Iterator[tuple[str, str]]:
+    for option in OUTPUTS:
+        for what in SPECIAL:
+            if option == "run-batch --log" and what == "a link to /dev/null":
+                continue  # a log appended to may be a character device (/dev/null, a terminal)
+            yield option, what
+
+
+@pytest.mark.parametrize(("option", "what"), list(special_cases()), ids=lambda v: v)
+def test_an_output_that_is_a_special_file_is_refused_before_any_work(world, tally, tmp_path, option, what):
+    _command, name, argv_of = OUTPUTS[option]
+    target = SPECIAL[what](tmp_path / name)
+    argv = argv_of(tmp_path, world, target)
+    judge(tally, "out special", argv, [tmp_path, world.study], says=(str(target), "not a regular file"), quiet=True)
+    assert target.is_symlink() or not target.is_file()
+
+
+def test_dev_null_itself_is_refused_as_an_output(tally):
+    """``--out /dev/null`` names the machine's device node: refused by the check every command
+    runs first (checked before the command runs at all: were it not refused, root would
+    replace /dev/null)."""
+    from forgetting.atomic import refuse_special
+    from forgetting.errors import UserError
+    from forgetting.inputs import check_output_file
+
+    with pytest.raises(UserError, match="/dev/null: exists and is a character device, not a regular file"):
+        check_output_file("/dev/null", "--out")
+    with pytest.raises(OSError, match="not a regular file"):
+        refuse_special("/dev/null")
+    before = os.stat("/dev/null")
+    outcome = judge(tally, "out special", ["plan", str(ROOT / "config/demo.yaml"), "--out", "/dev/null"], [],
+                    says=("--out /dev/null",), quiet=True)
+    assert len(outcome.stderr.strip().splitlines()) == 1
+    after = os.stat("/dev/null")
+    assert (after.st_mode, after.st_rdev, after.st_ino) == (before.st_mode, before.st_rdev, before.st_ino)
+
+
+def test_the_atomic_writes_refuse_a_special_file(tmp_path):
+    """The writes themselves (a caller that skipped the check): nothing written, the FIFO kept."""
+    from forgetting import atomic
+
+    fifo = _fifo(tmp_path / "f")
+    for write in (lambda: atomic.write_text(fifo, "x"),
+                  lambda: atomic.atomic_paths([tmp_path / "ok", fifo]).__enter__(),
+                  lambda: atomic.atomic_output(fifo).__enter__()):
+        with pytest.raises(atomic.NotARegularFile, match="a FIFO"):
+            write()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"] and not fifo.is_file()
+    (tmp_path / "regular").write_text("old")
+    atomic.write_text(tmp_path / "regular", "new")  # a regular file is replaced, as before
+    assert (tmp_path / "regular").read_text() == "new"
