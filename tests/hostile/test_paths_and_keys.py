@@ -176,3 +176,67 @@ def test_the_atomic_writes_refuse_a_special_file(tmp_path):
     (tmp_path / "regular").write_text("old")
     atomic.write_text(tmp_path / "regular", "new")  # a regular file is replaced, as before
     assert (tmp_path / "regular").read_text() == "new"
+
+
+# -- the key's other spellings -----------------------------------------------------------------------
+
+SECRET = "sk-hostile-secret-7f3a"
+
+
+def _endpoint_study(d: Path, **endpoint: Any) -> tuple[Path, str]:
+    config = demo_config(d, model__backend="endpoint", model__endpoint={"api_key_env": "FORGETTING_HOSTILE_KEY",
+                                                                      "address_wait_s": 1, **endpoint},
+                         execution__scratch_dir=str(d / "scratch"))
+    return config, _batch_key(config)
+
+
+def _address(d: Path, base_url: str) -> Path:
+    import json
+
+    path = d / "address.json"
+    path.write_text(json.dumps({"base_url": base_url, "host": "127.0.0.1", "port": 9, "model": "scripted",
+                                "backend": "scripted", "started": "2026-01-01T00:00:00Z", "job_id": None, "pid": 1}))
+    return path
+
+
+ADDRESS_URLS = {
+    "user and password": f"http://user:{SECRET}@127.0.0.1:9/v1",
+    "a bare key": f"http://{SECRET}@127.0.0.1:9/v1",
+    "not http, with a key": f"ftp://{SECRET}@127.0.0.1:9/v1",
+}
+
+
+@pytest.mark.parametrize("what", list(ADDRESS_URLS))
+def test_credentials_in_an_address_file_are_refused_and_never_echoed(tally, tmp_path, monkeypatch, what):
+    monkeypatch.setenv("FORGETTING_HOSTILE_KEY", "sk-the-real-key-1")
+    address = _address(tmp_path, ADDRESS_URLS[what])
+    config, batch = _endpoint_study(tmp_path, address_file=str(address))
+    judge(tally, "key spelling", ["run-batch", str(config), "--batch", batch], [address],
+          says=(f"{address}: field 'base_url' (model.endpoint.address_file)", "credentials"), secret=SECRET)
+    logs = [p for p in (tmp_path / "results").rglob("*") if p.is_file()]
+    assert all(SECRET.encode() not in p.read_bytes() for p in logs)
+
+
+NOT_ASCII = {"Cyrillic": "sk-ключ-0001", "an en dash": "sk-\u2013-0002", "latin-1 é": "sk-caf\xe9-0003",
+             "an emoji": "sk-\U0001f511-0004"}
+
+
+@pytest.mark.parametrize("what", list(NOT_ASCII))
+def test_an_api_key_that_is_not_ascii_is_one_line(tally, tmp_path, monkeypatch, what):
+    """Before the fix such a key was a traceback (UnicodeEncodeError) once the endpoint's check
+    sent its first request: a server listens here, so the request gets that far."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        monkeypatch.setenv("FORGETTING_HOSTILE_KEY", NOT_ASCII[what])
+        config, batch = _endpoint_study(tmp_path, base_url=url)
+        judge(tally, "key spelling", ["run-batch", str(config), "--batch", batch], [],
+              says=("model.endpoint.api_key_env: the value of FORGETTING_HOSTILE_KEY holds a character outside ASCII",),
+              secret=NOT_ASCII[what])
+        monkeypatch.setenv("FORGETTING_HOSTILE_KEY", NOT_ASCII[what])
+        judge(tally, "key spelling", ["proxy", "--upstream", url, "--deletion", "baseline", "--seed", "1",
+                                      "--log", str(tmp_path / "log"), "--agent", "mini",
+                                      "--api-key-env", "FORGETTING_HOSTILE_KEY"], [],
+              says=("--api-key-env: the value of FORGETTING_HOSTILE_KEY",), secret=NOT_ASCII[what])
+    finally:
+        listener.close()
