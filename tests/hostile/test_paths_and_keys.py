@@ -240,3 +240,109 @@ def test_an_api_key_that_is_not_ascii_is_one_line(tally, tmp_path, monkeypatch, 
               says=("--api-key-env: the value of FORGETTING_HOSTILE_KEY",), secret=NOT_ASCII[what])
     finally:
         listener.close()
+
+
+# -- symbolic links in run directories ------------------------------------------------------------------
+
+OUTSIDE = "OUTSIDE-THE-RESULTS-TREE-5b1e"
+
+
+def _study_copy(world: Any, d: Path) -> tuple[Path, Path]:
+    """A copy of the shared synthetic study under ``d`` (its config pointing at the copy)."""
+    import shutil
+
+    study = d / "study"
+    shutil.copytree(world.study, study, symlinks=True)
+    config = study / "study.yaml"
+    config.write_text(config.read_text().replace(str(world.study.resolve()), str(study.resolve())))
+    return study, config
+
+
+def _link_out(run_dir: Path, name: str, outside: Path) -> Path:
+    """``run_dir/name`` replaced by a link to a copy of it outside the results tree, marked."""
+    outside.mkdir(parents=True, exist_ok=True)
+    original = run_dir / name
+    copy_ = outside / name
+    data = original.read_bytes() if original.is_file() else b""
+    if name == "patch.diff":
+        data = data + f"# {OUTSIDE}\n".encode()
+    copy_.write_bytes(data)
+    original.unlink(missing_ok=True)
+    original.symlink_to(copy_)
+    return original
+
+
+RUN_FILES = ("trajectory.json", "calls.jsonl", "run.json", "patch.diff", "eval.json")
+
+
+@pytest.mark.parametrize("command", ["label", "cost"])
+@pytest.mark.parametrize("name", RUN_FILES)
+def test_a_run_file_that_links_out_of_the_results_is_refused(world, tally, tmp_path, command, name):
+    study, _ = _study_copy(world, tmp_path)
+    run_dir = study / world.mini_run.relative_to(world.study)
+    link = _link_out(run_dir, name, tmp_path / "elsewhere")
+    judge(tally, "run-dir symlink", [command, str(run_dir)], [tmp_path], says=(f"{link}: a symbolic link",))
+
+
+@pytest.mark.parametrize("name", RUN_FILES)
+def test_a_run_file_that_is_a_fifo_is_refused_not_waited_on(world, tally, tmp_path, name):
+    study, _ = _study_copy(world, tmp_path)
+    run_dir = study / world.mini_run.relative_to(world.study)
+    (run_dir / name).unlink(missing_ok=True)
+    os.mkfifo(run_dir / name)
+    judge(tally, "run-dir symlink", ["label", str(run_dir)], [tmp_path], says=(f"{run_dir / name}: a FIFO",))
+
+
+def test_a_linked_patch_never_reaches_the_evaluation(world, tally, tmp_path):
+    """``patch.diff`` links to a file elsewhere: the evaluation of that run is an error naming
+    the file (counted with the evaluation errors), and the outside content is in no file of the
+    results — not in ``eval/patch.diff``, not in ``eval.json`` — for the workflow's evaluation
+    and for ``forgetting evaluate RUN_DIR``."""
+    from forgetting.config import load_study
+    from forgetting.evaluation.batch import evaluate_batch
+    from forgetting.plan import plan_batches
+
+    study_dir, config = _study_copy(world, tmp_path)
+    run_dir = study_dir / world.mini_run.relative_to(world.study)
+    link = _link_out(run_dir, "patch.diff", tmp_path / "elsewhere")
+    (run_dir / "eval.json").unlink()
+    outcome = judge(tally, "run-dir symlink", ["evaluate", str(run_dir), "--config", str(config), "--backend", "local"],
+                    [tmp_path], says=(f"{link}: a symbolic link",))
+    assert outcome.returncode == 2
+    study = load_study(config)
+    run_id = "/".join(run_dir.parts[-4:])
+    batch = next(b for b in plan_batches(study) if any(r.run_id == run_id for r in b.runs))
+    evaluate_batch(study, batch, manifest=tmp_path / "manifest.json", only={run_id})
+    import json
+
+    report = json.loads((run_dir / "eval.json").read_text())
+    assert report["status"] == "error" and f"{link}: a symbolic link" in report["error"]
+    holding = [p for p in study_dir.rglob("*")
+               if p.is_file() and not p.is_symlink() and OUTSIDE.encode() in p.read_bytes()]
+    assert holding == []
+    assert link.is_symlink()  # left as it was: the user's to look at
+
+
+def test_an_analysis_lists_a_linked_run_as_not_analysed(world, tmp_path):
+    """The analysis of a batch: a run whose ``eval.json`` links out is not analysed, the reason
+    naming the file — a counted exclusion, never the outside content."""
+    import pyarrow.parquet as pq
+
+    from forgetting.analysis import analyze_batch
+    from forgetting.config import load_study
+    from forgetting.layout import Layout
+    from forgetting.plan import plan_batches
+
+    study_dir, config = _study_copy(world, tmp_path)
+    run_dir = study_dir / world.mini_run.relative_to(world.study)
+    link = _link_out(run_dir, "eval.json", tmp_path / "elsewhere")
+    study = load_study(config)
+    run_id = "/".join(run_dir.parts[-4:])
+    batch = next(b for b in plan_batches(study) if any(r.run_id == run_id for r in b.runs))
+    out = Layout(study.results_dir).batch_dir(batch.key)
+    analyze_batch(study, batch, outputs={n: tmp_path / "out" / f"{n}.parquet" for n in
+                                         ("summary", "calls", "tool_calls", "run_costs", "timings")})
+    rows = {r["run_id"]: r for r in pq.read_table(tmp_path / "out" / "summary.parquet").to_pylist()}
+    assert rows[run_id]["status"] is None and f"{link}: a symbolic link" in rows[run_id]["error"]
+    assert sum(r["status"] is not None for r in rows.values()) == len(batch.runs) - 1
+    assert out.is_dir()
