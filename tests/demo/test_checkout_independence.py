@@ -87,3 +87,17 @@ def test_without_the_plugin_the_path_is_there(two_checkouts):
     short, long, workspace = two_checkouts
     a, b = (_pytest_output(p, workspace, fixed=False) for p in (short, long))
     assert f"{short.parent.parent}/lib/" in a and f"{long.parent.parent}/lib/" in b
+
+
+def test_a_path_pytest_writes_relative_up_to_the_root_is_named_too():
+    """pytest writes a path relative to its start directory when that is shorter — climbing up
+    to the root when the workspace and the environment share little (a warning's location)."""
+    import importlib.util
+    import sysconfig
+
+    spec = importlib.util.spec_from_file_location("plugin", mini.PYTEST_PLUGIN_DIR / "forgetting_fixed_duration.py")
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    site = sysconfig.get_paths()["purelib"]
+    for written in (f"{site}/_pytest/pathlib.py:123", f"../../../..{site}/_pytest/pathlib.py:123"):
+        assert plugin._DIR.sub(plugin._name_of, written) == "<site-packages>/_pytest/pathlib.py:123"

@@ -50,8 +50,14 @@ def _environment_dirs() -> dict[str, str]:
 
 
 _DIRS = _environment_dirs()
-#: any of them, as the start of a path (followed by ``/``)
-_DIR = re.compile("|".join(re.escape(d) for d in _DIRS) + r"(?=/)") if _DIRS else None
+#: any of them, as the start of a path (followed by ``/``): absolute, or relative up to the
+#: root as pytest writes a path when that is shorter (``../../../../home/u/proj/.venv/…``)
+_DIR = re.compile(r"(?:(?:\.\./)+|/)(?:" + "|".join(re.escape(d.lstrip("/")) for d in _DIRS)
+                  + r")(?=/)") if _DIRS else None
+
+
+def _name_of(match: re.Match[str]) -> str:
+    return _DIRS["/" + match.group().lstrip("./")]
 
 
 def _no_duration(seconds: float) -> str:
@@ -61,7 +67,7 @@ def _no_duration(seconds: float) -> str:
 def _write_without_addresses(self: object, msg: str, **kwargs: object) -> None:
     msg = _ADDRESS.sub("0x<address>", msg)
     if _DIR is not None:
-        msg = _DIR.sub(lambda m: _DIRS[m.group()], msg)
+        msg = _DIR.sub(_name_of, msg)
     _write(self, msg, **kwargs)
 
 
