@@ -2,6 +2,12 @@
 
 The new file gets the mode any other new file gets (0666 less the umask), not a temporary
 file's 0600: a study's outputs stay readable by whoever the umask lets read them.
+
+Only a regular file is ever replaced: a target that exists and is something else — a
+directory, a device node (``/dev/null``), a FIFO, a socket, or a symbolic link to one of
+them — is refused (:class:`NotARegularFile`) before anything is written, so a write can never
+swap a machine's device node or a pipe for a data file (as root, ``--out /dev/null`` would
+otherwise replace the machine's ``/dev/null``).
 """
 
 from __future__ import annotations
@@ -12,10 +18,40 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from collections.abc import Iterator, Sequence
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
+
+
+class NotARegularFile(OSError):
+    """The target of a write exists and is not a regular file (an :class:`OSError` on that path:
+    the command line prints it as one line naming the path)."""
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` is, in words."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def refuse_special(target: str | os.PathLike[str]) -> None:
+    """Raise :class:`NotARegularFile` when ``target`` exists (its symbolic links followed) and is
+    not a regular file; a missing target, a regular file or a dangling link passes."""
+    try:
+        mode = os.stat(target).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    if not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+        raise NotARegularFile(errno.EEXIST, f"exists and is {kind_of(mode)}, not a regular file; "
+                              "give the path of a regular file (or of none)", str(target))
 
 
 def _temp_beside(target: Path) -> Path:
@@ -36,11 +72,11 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it is renamed onto ``path``.
 
     On an exception the temporary file is removed and ``path`` is left as it was. A ``path``
-    that is a directory is refused before anything is written.
+    that exists and is not a regular file is refused before anything is written
+    (:func:`refuse_special`).
     """
     target = Path(path)
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+    refuse_special(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp_path = _temp_beside(target)
     try:
@@ -61,8 +97,8 @@ def atomic_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]
     attempt left beside ``paths`` are removed first."""
     targets = [Path(p) for p in paths]
     for target in targets:
-        if target.is_dir():
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+        refuse_special(target)
+    for target in targets:
         target.parent.mkdir(parents=True, exist_ok=True)
         for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
             with contextlib.suppress(FileNotFoundError):
@@ -86,6 +122,7 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[Path]:
     ``apptainer pull``: they refuse a path that exists): the path yielded, beside ``path``, does
     not exist yet; on success it is renamed onto ``path``, on an exception it is removed."""
     target = Path(path)
+    refuse_special(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     partial.unlink(missing_ok=True)
@@ -118,6 +155,9 @@ def replace_dir(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Non
     aside and removed only after the rename succeeded, so ``dst`` is never half-written.
     """
     src_p, dst_p = Path(src), Path(dst)
+    if dst_p.exists() and not dst_p.is_dir():
+        raise NotARegularFile(errno.EEXIST, "exists and is not a directory the pipeline wrote; "
+                              "remove it first", str(dst_p))
     dst_p.parent.mkdir(parents=True, exist_ok=True)
     old = None
     if dst_p.exists():

@@ -20,11 +20,24 @@ from forgetting import config_schema
 from forgetting.errors import ConfigError
 
 
+def without_credentials(url: str) -> str:
+    """``url`` as a message may show it: whatever stands before an ``@`` in its authority (a
+    user name, a password, a key) replaced by ``…``."""
+    return re.sub(r"^([^:/?#]*:)?//[^/?#]*@", lambda m: f"{m.group(1) or ''}//…@", url)
+
+
 def check_base_url(url: str, key: str = "model.endpoint.base_url") -> str:
-    """An http(s) URL with a host and no credentials or query in it; returned unchanged."""
-    parts = urlsplit(url)
+    """An http(s) URL with a host and no credentials or query in it; returned unchanged. No
+    message repeats the credentials (``key``: the option or field named in the message)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # a malformed IPv6 address
+        raise ConfigError(f"{key}: {without_credentials(url)!r} is not an http(s) URL ({exc})") from None
+    if "@" in parts.netloc:
+        raise ConfigError(f"{key}: the URL holds credentials; put the API key in an environment variable "
+                          "and name it in model.endpoint.api_key_env")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{key}: {url!r} is not an http(s) URL such as https://api.example.com/v1")
+        raise ConfigError(f"{key}: {without_credentials(url)!r} is not an http(s) URL such as https://api.example.com/v1")
     if parts.username or parts.password:
         raise ConfigError(f"{key}: the URL holds credentials; put the API key in an environment variable "
                           "and name it in model.endpoint.api_key_env")
@@ -108,4 +121,7 @@ def read_api_key(name: str, environ: Mapping[str, str] | None = None, what: str 
     if any(ch.isspace() for ch in value) or not value.isprintable():
         raise ConfigError(f"{what}: the value of {name} holds whitespace or control characters; "
                           "it must be the key alone")
+    if not value.isascii():  # it goes out in an HTTP header (latin-1 at most; keys are ASCII)
+        raise ConfigError(f"{what}: the value of {name} holds a character outside ASCII; an API key is ASCII "
+                          "(it travels in an HTTP header): export the key alone, as the provider gave it")
     return value

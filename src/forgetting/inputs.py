@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from forgetting.errors import UserError
+from forgetting.errors import RunOutputError, UserError
 
 #: deepest nesting of a YAML or JSON document a reader accepts (configs nest 4 levels deep)
 MAX_DEPTH = 64
@@ -35,6 +36,57 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "file", error: type[
         raise error(f"{p}: is a directory, not a {what}") from None
     except OSError as exc:
         raise error(f"{p}: cannot read the {what} ({exc.strerror or exc})") from None
+
+
+def stored_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path``, a file a run directory should hold as the pipeline wrote it, may not be
+    read: a symbolic link (wherever it points: a link is never followed out of the results
+    tree), or something other than a regular file (a FIFO would block the reader); None when
+    it is a regular file or absent."""
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            target = os.readlink(p)
+        except OSError:
+            target = "?"
+        return (f"a symbolic link (to {target}), not a file the run wrote; a run directory's files are "
+                "never followed out of it: replace the link by the file, or rerun the run")
+    if not stat.S_ISREG(st.st_mode):
+        from forgetting.atomic import kind_of
+
+        return f"{kind_of(st.st_mode)}, not a file the run wrote; remove it, or rerun the run"
+    return None
+
+
+def check_stored(path: str | os.PathLike[str], *, error: type[UserError] = RunOutputError) -> None:
+    """Raise ``error`` (one line naming ``path``) when :func:`stored_problem` finds one."""
+    problem = stored_problem(path)
+    if problem is not None:
+        raise error(f"{path}: {problem}")
+
+
+def read_stored(path: str | os.PathLike[str], *, what: str = "file", error: type[UserError] = RunOutputError) -> bytes:
+    """The bytes of a file in a run directory (``run.json``, ``patch.diff``, …), read only when
+    it is a regular file and no link (:func:`stored_problem`; opened without following a link,
+    then checked again on the open file: no swap between the check and the read)."""
+    p = Path(path)
+    check_stored(p, error=error)
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise error(f"{p}: {what} not found") from None
+    except OSError as exc:
+        raise error(f"{p}: {stored_problem(p) or f'cannot read the {what} ({exc.strerror or exc})'}") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise error(f"{p}: not a regular file; a run directory holds the files the run wrote")
+        return fh.read()
 
 
 def decode_utf8(data: bytes, source: str, *, error: type[UserError] = UserError) -> str:
@@ -130,13 +182,26 @@ def read_yaml(path: str | os.PathLike[str], *, what: str = "file", error: type[U
     return parse_yaml(read_text(path, what=what, error=error), str(path), error=error)
 
 
-def check_output_file(path: str | os.PathLike[str], key: str) -> Path:
-    """``path`` as a file a command may write — checked before any work: not a directory, and
-    the nearest folder above it that exists is a writable directory (a missing one is made
-    when it is written); otherwise one line naming ``key`` (the option) and the path."""
+def check_output_file(path: str | os.PathLike[str], key: str, *, append: bool = False) -> Path:
+    """``path`` as a file a command may write — checked before any work: a regular file or
+    none (not a directory, a device node, a FIFO or a socket: an atomic write never replaces
+    one, :func:`forgetting.atomic.refuse_special`), and the nearest folder above it that
+    exists is a writable directory (a missing one is made when it is written); otherwise one
+    line naming ``key`` (the option) and the path. ``append``: a log appended to, where a
+    character device (``/dev/null``, a terminal) is fine too — a FIFO still is not (the
+    write would wait for a reader forever)."""
     p = Path(path)
     if p.is_dir():
         raise UserError(f"{key} {p}: is a directory, not a file")
+    try:
+        mode = os.stat(p).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode) and not (append and stat.S_ISCHR(mode)):
+        from forgetting.atomic import kind_of
+
+        raise UserError(f"{key} {p}: exists and is {kind_of(mode)}, not a regular file; "
+                        "give the path of a regular file (or of none)")
     check_output_dir(p.absolute().parent, key, shown=p)
     return p
 

@@ -112,7 +112,7 @@ def _redo_errored(study: Any, settings: Any) -> int:
 def run(args: argparse.Namespace) -> int:
     from forgetting.config import load_study
     from forgetting.evaluation.backends import make_backend
-    from forgetting.evaluation.evaluate import evaluate_patch, read_patch_file
+    from forgetting.evaluation.evaluate import evaluate_patch, read_patch, read_patch_file
     from forgetting.evaluation.instances import load_instances
     from forgetting.evaluation.settings import EvalSettings
 
@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
     backend = make_backend(settings, study)
     instance = load_instances(study, [instance_id])[instance_id]
-    patch = read_patch_file(patch_file) if patch_file.is_file() else ""
+    # a run's patch.diff: never a link followed out of the results tree
+    patch = read_patch(out) if args.run_dir else read_patch_file(patch_file) if patch_file.is_file() else ""
     if patch.strip():
         backend.check({instance_id: instance})
     report = evaluate_patch(

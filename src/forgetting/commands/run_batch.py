@@ -45,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--batch {key!r} is not a batch of {configs} (e.g. {known}; see `forgetting plan --batches`)")
     manifest = args.manifest or Layout(study.results_dir).batch_dir(key) / "runs.json"
     check_output_file(manifest, "--manifest")
+    if args.log:
+        check_output_file(args.log, "--log", append=True)
     check_output_dir(Layout(study.results_dir).results / "runs", "study.results_dir")
     document = run_batch(study, batches[key], manifest=manifest, log=args.log)
     print(f"{key}: {document['summary']['statuses']} -> {manifest}")

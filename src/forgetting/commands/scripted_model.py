@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from forgetting import config_schema
     from forgetting.config import PROJECT_ROOT, load_study
     from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings
+    from forgetting.inputs import check_output_file
     from forgetting.model_server import served_name_of
 
     settings = ScriptedSettings.from_mapping()
@@ -69,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         settings = ScriptedSettings.from_mapping(raw, "--settings")
     if args.seed is not None:
         settings = settings.replace(seed=args.seed)
+    if args.port_file:
+        check_output_file(args.port_file, "--port-file")
     tasks = tasks or str(PROJECT_ROOT / config_schema.section("dataset", {"kind": "demo"})["instances"])
     try:
         server = ScriptedModelServer(

@@ -22,7 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from forgetting.atomic import write_json
-from forgetting.errors import UserError
+from forgetting.endpoint_settings import check_base_url
+from forgetting.errors import ConfigError, UserError
 
 
 class AddressError(UserError):
@@ -81,6 +82,10 @@ def read_address(path: str | os.PathLike[str]) -> ServerAddress:
         if name not in data or not isinstance(value, kind) or isinstance(value, bool):
             raise AddressError(f"{p}: field {name!r} missing or of the wrong type; "
                                "the file is written by `forgetting serve`")
+    try:  # the same rule as model.endpoint.base_url: no credentials, never echoed
+        check_base_url(data["base_url"], key=f"{p}: field 'base_url' (model.endpoint.address_file)")
+    except ConfigError as exc:
+        raise AddressError(str(exc)) from None
     return ServerAddress(**{k: data[k] for k in _FIELDS})
 
 

@@ -36,6 +36,7 @@ from forgetting.endpoint.address import ServerAddress, publish_address, withdraw
 from forgetting.endpoint.gate import gate
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import ConfigError
+from forgetting.inputs import check_output_file
 from forgetting.model_server import process_backend_of, served_name_of, server_for
 
 #: what ``forgetting serve --backend`` can start
@@ -93,6 +94,8 @@ def serve(
     extra_env = {**server_backend.env(), **env}
     address_file = settings.address_file
     log_path = log_path or address_file.parent / "model_server.log"
+    check_output_file(address_file, "model.endpoint.address_file")  # before a server starts
+    check_output_file(log_path, "--log", append=True)
     stop = stop or threading.Event()
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     if threading.current_thread() is threading.main_thread():

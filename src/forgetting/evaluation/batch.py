@@ -19,6 +19,7 @@ from forgetting.evaluation.instances import load_available
 from forgetting.evaluation.report import EvalReport, is_current, read_report, write_report
 from forgetting.evaluation.settings import EvalSettings
 from forgetting.faults import checkpoint
+from forgetting.inputs import stored_problem
 from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
 from forgetting.records import is_finished
@@ -61,7 +62,7 @@ def _standing_entry(run_dir: Path) -> dict[str, Any]:
 def _error_report(run: Run, run_dir: Path, backend: str, reason: str) -> EvalReport:
     """An ``error`` report for a run that cannot be evaluated (its patch or its dataset row)."""
     path = run_dir / PATCH
-    digest = bytes_hex(path.read_bytes() if path.is_file() else b"")
+    digest = bytes_hex(path.read_bytes() if stored_problem(path) is None and path.is_file() else b"")
     report = EvalReport(instance_id=run.task, backend=backend, status="error", resolved=False,
                         patch_sha256=digest, error=reason, run_id=run.run_id, swebench=swebench_version())
     write_report(run_dir / EVAL_JSON, report)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -12,6 +13,7 @@ from forgetting.errors import RunOutputError
 from forgetting.evaluation.backends import Backend, Outcome
 from forgetting.evaluation.report import EvalReport, empty_tests, patch_digest, write_report
 from forgetting.faults import checkpoint
+from forgetting.inputs import read_stored
 from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH
 
 
@@ -24,17 +26,21 @@ def swebench_version() -> str | None:
 
 def read_patch(run_dir: Path) -> str:
     """The run's submitted patch; a missing ``patch.diff`` is an empty patch (see
-    :func:`read_patch_file`)."""
+    :func:`read_patch_file`). A ``patch.diff`` that is a symbolic link (or no regular file) is
+    a one-line :class:`RunOutputError` naming it: a link is never followed out of the results
+    tree, so what it points to never reaches ``eval/patch.diff``."""
     path = run_dir / PATCH
-    return read_patch_file(path) if path.is_file() else ""
+    if not os.path.lexists(path):
+        return ""
+    return read_patch_file(path, stored=True)
 
 
-def read_patch_file(path: Path) -> str:
+def read_patch_file(path: Path, *, stored: bool = False) -> str:
     """A patch file's text. A patch is text: one with a NUL byte or bytes that are not UTF-8
     is a one-line :class:`RunOutputError` naming the file (the evaluation of that run ends as
     ``error``); binary file changes reach a patch as ``git diff --binary`` text, never as raw
-    bytes."""
-    data = path.read_bytes()
+    bytes. ``stored``: the file is a run's (:func:`forgetting.inputs.read_stored`)."""
+    data = read_stored(path, what="patch") if stored else path.read_bytes()
     nul = data.find(b"\0")
     if nul >= 0:
         raise RunOutputError(f"{path}: binary content (a NUL byte at offset {nul}); a patch must be text")
@@ -67,6 +73,8 @@ def evaluate_patch(
     """
     instance_id = str(instance["instance_id"])
     work_dir = out_dir / EVAL_DIR
+    if work_dir.is_symlink():  # never written through: the work files stay in the run directory
+        work_dir.unlink()
     shutil.rmtree(work_dir, ignore_errors=True)
     if not patch.strip():
         outcome = Outcome("empty_patch", None)

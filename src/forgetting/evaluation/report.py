@@ -95,6 +95,8 @@ def write_report(path: str | os.PathLike[str], report: EvalReport) -> None:
 def read_report(path: str | os.PathLike[str]) -> EvalReport | None:
     """The report at ``path``, or None when it is absent or unreadable (then it is redone)."""
     p = Path(path)
+    if p.is_symlink():  # never followed: the evaluation is redone, its report replaces the link
+        return None
     try:
         return EvalReport.from_dict(json.loads(p.read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError, RecursionError):

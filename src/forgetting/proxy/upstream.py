@@ -18,7 +18,8 @@ connection (the server may have closed it while idle) is retried without a wait.
 The API key (:class:`Access`) goes upstream as ``Authorization: Bearer …`` in place of the
 client's; it is never logged, and every occurrence of it in what comes back (a provider that
 echoes a wrong key in its error message) is replaced by ``[redacted]`` before the proxy
-sees the reply. :attr:`Upstream.failure` says, in one line naming the upstream's URL and what
+sees the reply — in every spelling it may come back in: JSON-escaped, URL-encoded, base64
+(:mod:`forgetting.proxy.key_spellings`). :attr:`Upstream.failure` says, in one line naming the upstream's URL and what
 to do, why the last request failed when the upstream (not the request) was at fault; a later
 successful request clears it.
 """
@@ -30,6 +31,7 @@ import datetime
 import email.utils
 import http.client
 import json
+import re
 import socket
 import threading
 import time
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from forgetting.errors import UserError
+from forgetting.proxy.key_spellings import redact, redact_text, spellings
 from forgetting.seeds import unit
 
 if TYPE_CHECKING:
@@ -84,6 +87,11 @@ class Access:
     label: str = "model server"
 
 
+def _shown(url: str) -> str:
+    """``url`` as a message shows it: credentials before an ``@`` replaced by ``…``."""
+    return re.sub(r"^([^:/?#]*:)?//[^/?#]*@", lambda m: f"{m.group(1) or ''}//…@", url)
+
+
 def base_url(url: str) -> tuple[str, str, int, str]:
     """``http[s]://host[:port][/path]`` → (scheme, host, port, API base path ending in ``/v1``)."""
     expected = "expected an http(s) URL such as http://127.0.0.1:8000/v1"
@@ -91,11 +99,14 @@ def base_url(url: str) -> tuple[str, str, int, str]:
         parts = urlsplit(url)
         port = parts.port  # a port out of range or not a number raises here
     except ValueError as exc:  # also a malformed IPv6 address
-        raise UserError(f"--upstream {url!r}: {exc}; {expected}") from None
+        raise UserError(f"--upstream {_shown(url)!r}: {exc}; {expected}") from None
+    if "@" in parts.netloc:  # http.client would drop them: the server would see no credentials
+        raise UserError(f"--upstream {_shown(url)!r}: the URL holds credentials; give the key in an environment "
+                        "variable (--api-key-env, model.endpoint.api_key_env)")
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"--upstream {url!r}: {expected}")
+        raise UserError(f"--upstream {_shown(url)!r}: {expected}")
     if not url.isascii() or any(c.isspace() or not c.isprintable() for c in url):
-        raise UserError(f"--upstream {url!r}: holds a space, a control or a non-ASCII character; {expected}")
+        raise UserError(f"--upstream {_shown(url)!r}: holds a space, a control or a non-ASCII character; {expected}")
     path = parts.path.rstrip("/")
     if not path.endswith("/v1"):
         path += "/v1"
@@ -203,6 +214,8 @@ class Upstream:
         self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s  # per attempt, per connection
         self.access = access or Access()
         self._key = self.access.api_key.encode() if self.access.api_key else None
+        #: the key in every spelling a reply may repeat it in (longest first)
+        self._spellings = spellings(self.access.api_key) if self.access.api_key else []
         self._sleep = sleep
         self._clock = clock
         self._local = threading.local()
@@ -242,17 +255,15 @@ class Upstream:
         return out
 
     def _redact(self, reply: Reply) -> Reply:
-        """Every occurrence of the API key in what came back, replaced (body, headers, message)."""
-        key = self._key
-        if key is None:
+        """Every occurrence of the API key in what came back, in any of its spellings, replaced
+        (body, headers, message)."""
+        forms = self._spellings
+        if not forms:
             return reply
-        if key in reply.body:
-            reply.body = reply.body.replace(key, REDACTED.encode())
-        text_key = key.decode()
-        if reply.error and text_key in reply.error:
-            reply.error = reply.error.replace(text_key, REDACTED)
-        if any(text_key in v for v in reply.headers.values()):
-            reply.headers = {k: v.replace(text_key, REDACTED) for k, v in reply.headers.items()}
+        reply.body = redact(reply.body, forms, REDACTED.encode())
+        if reply.error:
+            reply.error = redact_text(reply.error, forms, REDACTED)
+        reply.headers = {k: redact_text(v, forms, REDACTED) for k, v in reply.headers.items()}
         return reply
 
     def _once(self, method: str, path: str, body: bytes | None, headers: Mapping[str, str]) -> Reply:

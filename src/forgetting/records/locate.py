@@ -24,12 +24,15 @@ from typing import Any
 
 from forgetting import layout
 from forgetting.errors import RunOutputError, UserError
+from forgetting.inputs import check_stored
 from forgetting.records.mini import MiniTrajectory, parse_mini
 from forgetting.records.run_record import RunRecord, read_run_record
 from forgetting.records.trae import TraeTrajectory, parse_trae
 
 #: the files that make a directory one of our run directories
 _RUN_FILES = (layout.RUN_JSON, layout.CALLS, layout.TRAJECTORY)
+#: every file of a run directory a stage reads: each must be a regular file, no link
+_STORED = (*_RUN_FILES, layout.PATCH, layout.EVAL_JSON)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ def open_run_dir(path: str | os.PathLike[str]) -> RunDir:
     p = Path(path)
     if not is_run_dir(p):
         raise RunOutputError(f"{p}: not a run directory (no {', '.join(_RUN_FILES)})")
+    for name in _STORED:  # a link out of the results tree, a FIFO: one line naming the file
+        check_stored(p / name)
     record = read_run_record(p / layout.RUN_JSON) if (p / layout.RUN_JSON).is_file() else None
     files = {name: p / name if (p / name).is_file() else None for name in (layout.TRAJECTORY, layout.CALLS)}
     run_id = record.run_id if record is not None else run_id_from_path(p) or ""

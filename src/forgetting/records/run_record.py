@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from forgetting.atomic import write_text
 from forgetting.errors import RunOutputError
 from forgetting.grid import Deletion
+from forgetting.inputs import check_stored, read_stored
 from forgetting.layout import RUN_JSON
 from forgetting.records.fields import Fields
 
@@ -147,10 +148,11 @@ def _deletion(f: Fields) -> Deletion:
 def read_run_record(path: str | os.PathLike[str]) -> RunRecord:
     """The record in ``path`` (a ``run.json``): missing, not JSON or a bad field is one error line."""
     p = Path(path)
+    if not os.path.lexists(p):
+        raise RunOutputError(f"{p}: run record not found; the run has not finished")
+    check_stored(p)  # a link is never followed out of the run directory
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise RunOutputError(f"{p}: run record not found; the run has not finished") from None
+        text = read_stored(p, what="run record").decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RunOutputError(f"{p}: run record is not readable ({exc.__class__.__name__}); {_HINT}") from None
     try:

@@ -3,8 +3,18 @@
 Demo tasks (``dataset.kind: demo``): a fresh git checkout of the task's base commit
 (:func:`forgetting.demo.tasks.checkout`), removed after the run. Its path depends only on
 the scratch directory and the run id (``<scratch_dir>/forgetting-workspaces/<hash>/repo``),
-never on a process id or a random name: paths show up in tool output (tracebacks), and the
-demo must give byte-identical results when run twice.
+never on a process id, a random name, the study's results directory or where the project is
+checked out: paths show up in tool output (tracebacks), and the demo must give byte-identical
+results when run twice, from any checkout, directly or through an endpoint.
+
+So two studies on one machine sharing a scratch directory (two clones, a study and its
+endpoint variant) want the same workspace for a run of the same id. A run holds an exclusive
+lock on its workspace (``<hash>.lock`` beside it: ``flock``, released when the run's process
+ends however it ends) from before the workspace is made until it is removed; a second run of
+that id waits for it — saying so in its log, naming the holder — and never removes a
+workspace another run is working in. A run that waits longer than a run may take
+(``execution.run_timeout_s`` and a minute) is an infrastructure failure naming the lock: the
+run is redone later.
 SWE-bench tasks (cluster only): the task's instance image (``evaluation.image_dir``,
 ``<instance_id>.sif``, pulled by the workflow beforehand), where the repository is
 ``/testbed`` with its environment; the agent's commands run inside it.
@@ -12,9 +22,13 @@ SWE-bench tasks (cluster only): the task's instance image (``evaluation.image_di
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import shutil
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgetting.demo.tasks import checkout, load_instance
@@ -37,6 +51,8 @@ class Workspace:
     task: str
     path: Path | None = None  # local checkout (demo tasks)
     image: Path | None = None  # SWE-bench instance image (cluster)
+    #: the open lock file of a local checkout (held until :meth:`remove`)
+    lock: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def local(self) -> bool:
@@ -47,8 +63,13 @@ class Workspace:
         return str(self.path) if self.path is not None else TESTBED
 
     def remove(self) -> None:
+        """Remove the checkout, then let go of its lock (a waiting run of the same id goes on)."""
         if self.path is not None:
             shutil.rmtree(self.path.parent, ignore_errors=True)
+        if self.lock is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.lock)
+            object.__setattr__(self, "lock", None)
 
 
 def problem_statement(settings: RunnerSettings, task: str) -> str:
@@ -102,19 +123,59 @@ def workspace_dir(settings: RunnerSettings, run_id: str) -> Path:
     return settings.scratch_dir / "forgetting-workspaces" / key / "repo"
 
 
-def make_workspace(settings: RunnerSettings, task: str, run_id: str) -> Workspace:
-    """The task's repository for one run.
+def lock_workspace(dest: Path, run_id: str, *, wait_s: float, say: Callable[[str], None] = print,
+                   poll_s: float = 0.5) -> int:
+    """Take the exclusive lock of the workspace ``dest`` (``<hash>.lock`` beside its folder);
+    wait while another run holds it, at most ``wait_s``. Returns the open lock file."""
+    root = dest.parent.parent
+    root.mkdir(parents=True, exist_ok=True)
+    lock_path = root / f"{dest.parent.name}.lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    deadline = time.monotonic() + wait_s
+    told = False
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "another process"
+                if time.monotonic() >= deadline:
+                    raise InfraFailure(
+                        f"workspace {dest}: still in use by {holder} after {wait_s:g} s (lock {lock_path}); "
+                        "another study sharing execution.scratch_dir runs this run id: give each study its own "
+                        "execution.scratch_dir, or let the other finish") from None
+                if not told:
+                    say(f"workspace {dest}: in use by {holder}; waiting for it (lock {lock_path})")
+                    told = True
+                time.sleep(poll_s)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"run {run_id} (pid {os.getpid()})\n".encode(), 0)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def make_workspace(settings: RunnerSettings, task: str, run_id: str, *,
+                   say: Callable[[str], None] = lambda m: print(m, flush=True)) -> Workspace:
+    """The task's repository for one run (a demo task's: locked, see the module docstring).
 
     Any failure is an :class:`InfraFailure`: the run is redone, not recorded.
     """
     if settings.dataset_kind == "demo":
         dest = workspace_dir(settings, run_id)
-        shutil.rmtree(dest.parent, ignore_errors=True)  # left behind by a killed attempt
+        try:
+            lock = lock_workspace(dest, run_id, wait_s=settings.run_timeout_s + 60.0, say=say)
+        except OSError as exc:
+            raise InfraFailure(f"workspace: could not lock {dest}: {exc}") from None
+        shutil.rmtree(dest.parent, ignore_errors=True)  # left behind by a killed attempt (no one holds it)
         try:
             path = checkout(settings.instances, task, dest)
             freeze_times(path, DEMO_EPOCH)
-            return Workspace(task, path=path)
+            return Workspace(task, path=path, lock=lock)
         except (UserError, OSError) as exc:
+            os.close(lock)
             raise InfraFailure(f"workspace: could not check out {task}: {exc}") from None
     image = sif_path(settings.image_dir, task)
     if not image.is_file():
