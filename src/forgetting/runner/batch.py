@@ -39,7 +39,7 @@ from forgetting.atomic import write_json
 from forgetting.config import Study
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
-from forgetting.layout import CALLS, PATCH, RUN_JSON, Layout
+from forgetting.layout import BATCH_DOWNSTREAM, CALLS, PATCH, RUN_JSON, Layout
 from forgetting.model_server import serving
 from forgetting.plan import Batch, Run
 from forgetting.proxy import ProxySettings
@@ -142,8 +142,12 @@ def call_stats(calls_path: Path) -> tuple[int, float | None]:
 class BatchRunner:
     """Runs the pending runs of one batch; see the module docstring."""
 
-    def __init__(self, study: Study, batch: Batch, settings: RunnerSettings, say: StageLog) -> None:
+    def __init__(
+        self, study: Study, batch: Batch, settings: RunnerSettings, say: StageLog, manifest: Path | None = None
+    ) -> None:
         self.study = study
+        self.manifest = manifest  # None: a run on its own (forgetting run), no batch files
+        self.invalidated = False
         self.batch = batch
         self.settings = settings
         self.say = say
@@ -249,6 +253,7 @@ class BatchRunner:
             self._fail(run, outcome.error or "infrastructure failure")
             return
         record = self._run_record(run, outcome, slot, wall, temp)
+        self._invalidate_downstream()
         try:
             finalize(temp, slot.run_dir, record)
         except OSError as exc:
@@ -283,6 +288,24 @@ class BatchRunner:
                 "pipeline": self.versions["pipeline"],
             },
         )
+
+    def _invalidate_downstream(self) -> None:
+        """Before the batch changes its first run directory: remove its manifest, evaluation
+        manifest and analysis tables, which describe its runs as they were. A redone run's own
+        evaluation goes with its old directory (the run directory is replaced whole). Whatever
+        stops the batch after this, nothing left describes runs that are no longer on disk, and
+        the workflow makes them again (they are its targets)."""
+        if self.invalidated or self.manifest is None:
+            return
+        self.invalidated = True
+        removed = []
+        batch_dir = self.layout.batch_dir(self.batch.key)
+        for path in (self.manifest, *(batch_dir / name for name in BATCH_DOWNSTREAM)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path.name)
+        if removed:
+            self.say.line(f"{self.batch.key}: its runs change: removed {', '.join(removed)} (made again after them)")
 
     # ------------------------------------------------------------------ the loop
 
@@ -419,7 +442,7 @@ def run_batch(
     """
     settings = settings or RunnerSettings.from_study(study)
     with StageLog(log, echo=echo) as say, _terminate_as_exception():
-        runner = BatchRunner(study, batch, settings, say)
+        runner = BatchRunner(study, batch, settings, say, None if manifest is None else Path(manifest))
         todo = runner.plan()
         if runner.report.skipped:
             say.line(f"{batch.key}: {runner.report.skipped} of {len(batch.runs)} runs finished before; kept")
