@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from forgetting_testkit.checkout import ROOT, cli_env
-from forgetting_testkit.dryrun import by_rule, dry_run, small_study, snakemake_cmd
+from forgetting_testkit.dryrun import dry_run, small_study, snakemake_cmd
 from forgetting_testkit.synth import synthesize
 
 #: each stage's place in the pipeline (a later stage's outputs are newer)
@@ -46,8 +46,9 @@ def every_output(tmp_path_factory) -> dict[str, tuple[str, str | None]]:
     results = Path(study["study"]["results_dir"])
     files = {}
     for job in dry_run(study, tmp):
+        key = job.batch_key if job.wildcards else None
         for out in job.output:  # "… (update)": the datasets, which Snakemake keeps while collect runs
-            files[str(Path(out.split(" (")[0]).relative_to(results))] = (job.rule, job.batch_key if job.wildcards else None)
+            files[str(Path(out.split(" (")[0]).relative_to(results))] = (job.rule, key)
     return files
 
 

@@ -188,12 +188,23 @@ class BatchRunner:
         started = time.time()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        # no stop signal while forking: its exception would land in an at-fork hook (logging's),
+        # where Python ignores it and the batch goes on; held, it is raised once the child is known
+        pid = -1
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            pid = os.fork()
+            if pid > 0:
+                self.running[pid] = Running(run, pid, started, time.monotonic(), run_dir)
+        finally:
+            if pid != 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if pid == 0:  # the run's process: never returns into the caller
             code = 70
             try:
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 code = child_main(
                     run,
                     self.settings,
@@ -205,7 +216,6 @@ class BatchRunner:
                 )
             finally:
                 os._exit(code)
-        self.running[pid] = Running(run, pid, started, time.monotonic(), run_dir)
 
     def _kill(self, slot: Running) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -322,6 +332,7 @@ class BatchRunner:
         server_lost: str | None = None
         access = getattr(server, "access", None)
         while self.pending or self.running:
+            _check_stop()
             if server_lost is None:
                 due = self.check_now or time.monotonic() >= next_health
                 server_lost = server.trouble(due)
@@ -379,20 +390,46 @@ class Terminated(SystemExit):
     """SIGTERM (Snakemake cancelling the job, Slurm ending it): unwind, stop runs and server."""
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated(128 + signum)
+#: the signals that stop a batch: Ctrl-C (a terminal sends it to the whole process group) and SIGTERM
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+#: stop signals received and not yet acted on (see :func:`_check_stop`)
+_received: list[int] = []
+
+
+def _stop_exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(128 + signum)
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    _received.append(signum)
+    raise _stop_exception(signum)
+
+
+def _check_stop() -> None:
+    """Raise for a stop signal whose exception was swallowed where it landed (Python ignores an
+    exception raised in an at-fork hook, a finalizer or a weakref callback: the batch went on)."""
+    if _received:
+        raise _stop_exception(_received[-1])
 
 
 @contextlib.contextmanager
-def _terminate_as_exception() -> Iterator[None]:
+def _stop_as_exception() -> Iterator[None]:
+    """SIGTERM as :class:`Terminated`, SIGINT as KeyboardInterrupt (where it is not ignored),
+    each remembered until the batch has stopped."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    _received.clear()
+    for sig in STOP_SIGNALS:
+        if previous[sig] != signal.SIG_IGN:
+            signal.signal(sig, _raise_stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _received.clear()
 
 
 @contextlib.contextmanager
@@ -441,7 +478,7 @@ def run_batch(
     an infrastructure failure; the finished runs are kept and are not redone next time.
     """
     settings = settings or RunnerSettings.from_study(study)
-    with StageLog(log, echo=echo) as say, _terminate_as_exception():
+    with StageLog(log, echo=echo) as say, _stop_as_exception():
         runner = BatchRunner(study, batch, settings, say, None if manifest is None else Path(manifest))
         todo = runner.plan()
         if runner.report.skipped:
