@@ -98,13 +98,20 @@ with job(SimpleNamespace(log=[sys.argv[1]])), StageLog(sys.argv[1]) as out:
 """
 
 
+#: SIGTERM as the batch job turns it into an exit (forgetting.runner.batch.Terminated: status 128 + 15)
+TERM = """
+def _exit(signum, frame):
+    raise SystemExit(128 + signum)
+signal.signal(signal.SIGTERM, _exit)
+"""
+
+
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
 def test_a_workflow_job_stopped_by_a_signal_says_so_in_one_line(tmp_path, tally, how):
     """The body of every rule script (forgetting.workflow.job) under Ctrl-C; and SIGTERM as a
     batch turns it into an exit (forgetting.runner.batch)."""
     log = tmp_path / "stage.log"
-    code = DRIVER if how == "SIGINT" else DRIVER.replace(
-        "with job(", "from forgetting.runner.batch import _stop_as_exception\nwith _stop_as_exception(), job(")
+    code = DRIVER if how == "SIGINT" else DRIVER.replace("with job(", TERM + "with job(")
     proc = subprocess.run([sys.executable, "-c", code, str(log), how], cwd=ROOT, env=cli_env(),
                           capture_output=True, text=True, timeout=60)
     # a stopped job's status is the signal's (130, 143), not 0 or 2: checked here, not by the tally's rule

@@ -17,12 +17,16 @@ import time
 
 import pytest
 
-from forgetting.layout import BATCH_DOWNSTREAM, RUN_JSON, Layout
+from forgetting.layout import RUN_JSON, Layout
 from forgetting.runner import run_batch
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.runner import batch_of, study_at, write_study
 
 pytestmark = pytest.mark.slow
+
+#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.layout.BATCH_DOWNSTREAM)
+BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "run_costs.parquet",
+                    "timings.parquet")
 
 
 REPEATS = {"baseline": 2, "deletion": 1}

@@ -26,12 +26,16 @@ from pathlib import Path
 import pytest
 
 from forgetting.config import load_study
-from forgetting.layout import BATCH_DOWNSTREAM, RUN_JSON, Layout
+from forgetting.layout import RUN_JSON, Layout
 from forgetting.plan import plan_batches
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.runner import write_study
 
 pytestmark = pytest.mark.slow
+
+#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.layout.BATCH_DOWNSTREAM)
+BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "run_costs.parquet",
+                    "timings.parquet")
 
 
 def study_config(tmp: Path) -> Path:
