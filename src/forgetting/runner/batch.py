@@ -263,9 +263,12 @@ class BatchRunner:
             self._fail(run, outcome.error or "infrastructure failure")
             return
         record = self._run_record(run, outcome, slot, wall, temp)
-        self._invalidate_downstream()
         try:
-            finalize(temp, slot.run_dir, record)
+            # a stop signal waits until the run directory is in place (it is renamed over the old
+            # one and the old one removed) and the batch's stale files are gone
+            with _signals_held():
+                self._invalidate_downstream()
+                finalize(temp, slot.run_dir, record)
         except OSError as exc:
             self._fail(run, f"could not finalize {slot.run_dir}: {exc}")
             return
@@ -410,6 +413,16 @@ def _check_stop() -> None:
     exception raised in an at-fork hook, a finalizer or a weakref callback: the batch went on)."""
     if _received:
         raise _stop_exception(_received[-1])
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Stop signals held (blocked) for the block; one that came meanwhile is raised after it."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 @contextlib.contextmanager
