@@ -36,12 +36,12 @@ from typing import Any
 from forgetting import tokenizer
 from forgetting.agents import action_syntax, prepare_environment
 from forgetting.atomic import write_json
-from forgetting.config import Study
+from forgetting.config import Study, study_from_mapping
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
 from forgetting.layout import BATCH_DOWNSTREAM, CALLS, PATCH, RUN_JSON, Layout
 from forgetting.model_server import serving
-from forgetting.plan import Batch, Run
+from forgetting.plan import Batch, Run, plan_batches
 from forgetting.proxy import ProxySettings
 from forgetting.records import RunRecord, is_finished, read_run_record
 from forgetting.runner.execute import child_main
@@ -311,14 +311,28 @@ class BatchRunner:
         if self.invalidated or self.manifest is None:
             return
         self.invalidated = True
+        stale = [self.manifest, *(self.layout.batch_dir(self.batch.key) / name for name in BATCH_DOWNSTREAM)]
+        for key in self._whole_study_batches():  # the same runs in the whole study's batches
+            stale += [self.layout.batch_dir(key) / name for name in ("runs.json", *BATCH_DOWNSTREAM)]
         removed = []
-        batch_dir = self.layout.batch_dir(self.batch.key)
-        for path in (self.manifest, *(batch_dir / name for name in BATCH_DOWNSTREAM)):
+        for path in stale:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-                removed.append(path.name)
+                removed.append(str(path.relative_to(self.layout.results)) if path.is_relative_to(
+                    self.layout.results) else path.name)
         if removed:
             self.say.line(f"{self.batch.key}: its runs change: removed {', '.join(removed)} (made again after them)")
+
+    def _whole_study_batches(self) -> list[str]:
+        """The batches of the whole study that hold this batch's runs, where they are others:
+        a study narrowed to some tasks (``only_tasks``) batches their runs under names of its
+        own, so the whole study's batch files of a redone run would describe it as it was."""
+        if not self.study.raw.get("only_tasks"):
+            return []
+        whole = study_from_mapping({**self.study.raw, "only_tasks": None}, source="config", root=self.study.root)
+        mine = {r.run_id for r in self.batch.runs}
+        return sorted(b.key for b in plan_batches(whole) if b.key != self.batch.key and mine & {
+            r.run_id for r in b.runs})
 
     # ------------------------------------------------------------------ the loop
 
