@@ -110,3 +110,22 @@ def test_cli_collect_reports_missing_runs_in_one_line(study, run_cli):
     assert proc.returncode == 2
     assert proc.stderr.splitlines()[-1].startswith("error: collect: ")
     assert f"missing run {batch.runs[0].run_id}: {d / 'calls.parquet'} not found" in proc.stderr
+
+
+def test_a_run_without_its_evaluation_is_named_as_such_with_the_stage_that_makes_it(study, tmp_path):
+    """The analysis leaves a run whose eval.json is gone (a redone run) a row without status;
+    collection names what it lacks and what makes it, not "rerun their analysis"."""
+    d, batch = _batch_dir(study, "mini", "delayed-turn-tool_output-50")
+    lost = batch.runs[0].run_id
+    reason = f"not analysed: {Layout(study.results_dir).run_dir(lost)}/eval.json: evaluation report not found"
+    summary = pq.read_table(d / "summary.parquet")
+    rows = summary.to_pylist()
+    for row in rows:
+        if row["run_id"] == lost:
+            row.update(status=None, error=reason)
+    write_table(pa.Table.from_pylist(rows, schema=summary.schema), d / "summary.parquet")
+    with pytest.raises(RunOutputError) as failure:
+        collect(study, log=tmp_path / "collect.log")
+    message = str(failure.value)
+    assert f"{lost}; the first is not evaluated ({reason}): run the workflow without regenerate=true" in message
+    assert "rerun their analysis" not in message

@@ -43,3 +43,28 @@ def test_every_workflow_script_runs_its_body_in_job():
     scripts = sorted((Path(__file__).resolve().parent.parent / "workflow" / "scripts").glob("[!_]*.py"))
     outside = [s.name for s in scripts if "with job(snakemake):" not in s.read_text(encoding="utf-8")]
     assert scripts and outside == []
+
+
+def test_ctrl_c_ends_a_job_with_one_line_and_no_traceback(tmp_path, capsys):
+    """SIGINT reaches every job of the process group: one line in the log and on stderr, status 130."""
+    log = tmp_path / "stage.log"
+    with pytest.raises(SystemExit) as exit_, job(SimpleNamespace(log=[str(log)])), StageLog(log) as out:
+        out.line("working")
+        raise KeyboardInterrupt
+    assert exit_.value.code == 130
+    line = "interrupted (SIGINT); the next invocation redoes what did not finish"
+    assert log.read_text().splitlines() == ["working", line]
+    assert capsys.readouterr().err == line + "\n"
+
+
+@pytest.mark.parametrize(("stop", "line"), [
+    (SystemExit(143), "stopped (SIGTERM); the next invocation redoes what did not finish"),
+    (SystemExit(3), "stopped (exit status 3); the next invocation redoes what did not finish"),
+    (RuntimeError(), "error: RuntimeError"),
+    (OSError("  "), "error: OSError"),
+])
+def test_a_stage_log_never_ends_in_a_bare_error(tmp_path, stop, line):
+    log = tmp_path / "stage.log"
+    with pytest.raises(type(stop)), StageLog(log):
+        raise stop
+    assert log.read_text().splitlines() == [line]

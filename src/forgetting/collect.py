@@ -16,7 +16,7 @@ no status, or when its seed differs from the plan's (output of another study see
 missing run is logged by name, one line per run, and then, by ``statistics.missing_runs``:
 
 ``fail`` (default)  nothing is written and :class:`RunOutputError` names the count and the
-                    first runs (rerun their analysis, then collect again);
+                    first runs, and what the first one lacks and which stage makes it;
 ``mark``            the run gets a ``runs`` row with status ``missing`` and the reason in
                     ``error``; statistics compare each evaluation on the tasks it and its
                     baseline both have.
@@ -206,6 +206,16 @@ def _sorted(table: pa.Table, name: str, order: Mapping[str, int]) -> pa.Table:
     return keyed.sort_by(keys).drop_columns(["__order"])
 
 
+def _why(reason: str) -> str:
+    """What the first missing run lacks and what makes it: its stage's output, named by the
+    reason the analysis gave (an absent evaluation is the evaluation's to redo, not the analysis')."""
+    if "evaluation report not found" in reason:
+        return f"is not evaluated ({reason}): run the workflow without regenerate=true, which evaluates it"
+    if "run record not found" in reason:
+        return f"has not finished ({reason}): run the workflow without regenerate=true, which runs it"
+    return f"({reason}): rerun the stage that writes it (the workflow redoes each missing output)"
+
+
 def collect(
     study: Study,
     outputs: Sequence[str | os.PathLike[str]] | Mapping[str, str] | None = None,
@@ -240,7 +250,7 @@ def collect(
             where = f" (each named in {log})" if log else ""
             raise RunOutputError(
                 f"collect: {len(report.missing)} of {report.planned} planned runs have no readable output"
-                f"{where}: {first}{more}; rerun their analysis, or set statistics.missing_runs: mark"
+                f"{where}: {first}{more}; the first {_why(report.missing[0][1])}, or set statistics.missing_runs: mark"
             )
         if report.missing:
             rows = [_missing_row(by_id[rid], reason) for rid, reason in report.missing]

@@ -31,6 +31,10 @@ PATCH = "patch.diff"
 EVAL_JSON = "eval.json"
 EVAL_DIR = "eval"
 AGENT_LOG = "agent.log"
+#: what the evaluation and the analysis write in a batch's directory beside its runs.json: they
+#: describe the batch's runs as they were, so a batch that changes a run removes them first
+BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "run_costs.parquet",
+                    "timings.parquet")
 
 #: a stage's files as the workflow hands them over: a list of paths, or a rule's named files
 Files = Sequence[str | os.PathLike[str]] | Mapping[str, str | os.PathLike[str]]

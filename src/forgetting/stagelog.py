@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from pathlib import Path
 from types import TracebackType
@@ -40,5 +42,22 @@ class StageLog:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         if exc is not None:  # in the file; whoever catches it prints it (one error line, not two)
-            self.line(f"error: {exc}", echo=False)
+            self.line(stop_line(exc), echo=False)
         self.close()
+
+
+def stop_line(exc: BaseException) -> str:
+    """The log line a stage stops on: ``error: …`` with the exception's message; an interrupt
+    or a termination says so (their own messages are empty or a bare exit status), and an
+    exception without a message is named by its type, so no log ends in a bare ``error:``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT); the next invocation redoes what did not finish"
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        how = f"exit status {code}"
+        if isinstance(code, int) and code > 128:
+            with contextlib.suppress(ValueError):
+                how = f"{signal.Signals(code - 128).name}"
+        return f"stopped ({how}); the next invocation redoes what did not finish"
+    message = " ".join(str(exc).split())
+    return f"error: {message or type(exc).__name__}"

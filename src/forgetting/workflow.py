@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from forgetting.config import Study, study_from_mapping
 from forgetting.containers import check_paths
 from forgetting.errors import UserError
-from forgetting.layout import Layout
-from forgetting.plan import Batch, plan_batches, plan_runs
+from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
+from forgetting.plan import Batch, Run, plan_batches, plan_runs
+from forgetting.records import is_finished
+from forgetting.stagelog import stop_line
+from forgetting.stats.settings import settings_of
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,61 @@ def load(config: Mapping[str, Any], root: str | Path = ".", source: str = "confi
         print(f"error: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
     runs = plan_runs(study)
+    if study.raw["regenerate"]:
+        try:
+            check_cached_runs(study, runs)
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
     batches = tuple(plan_batches(study, runs))
     rel = Path(study.section("study")["results_dir"])
     return WorkflowPlan(study, Layout(rel), batches, {b.key: b for b in batches})
+
+
+def check_cached_runs(study: Study, runs: Sequence[Run]) -> None:
+    """``regenerate=true`` works from the run directories on disk, with no agent, model or
+    evaluation job: before any job, every planned run must be there, finished (``run.json``)
+    and evaluated (``eval.json``). None there at all is always an error (a study of nothing);
+    some missing is one under ``statistics.missing_runs: fail`` (the default) and is left to
+    collection to mark under ``mark``. The error names the count, the first run and what to
+    do: where a replication package goes, or the plain invocation that makes what is missing."""
+    layout = Layout(study.results_dir)
+    unrun: list[str] = []
+    unevaluated: list[str] = []
+    for run in runs:
+        run_dir = layout.run_dir(run.run_id)
+        if not is_finished(run_dir):
+            unrun.append(run.run_id)
+        elif not (run_dir / EVAL_JSON).is_file():
+            unevaluated.append(run.run_id)
+    where = _shown(layout.results / "runs")
+    package = "AGENT/CONFIGURATION/TASK/REPEAT/, each with its run.json and eval.json"
+    if runs and len(unrun) == len(runs):
+        raise UserError(
+            f"regenerate=true: none of the {len(runs)} planned runs has outputs in {where}/ (first expected: "
+            f"{where / runs[0].run_id / RUN_JSON}); put a replication package's run directories there "
+            f"({package}), or run without regenerate=true to make them"
+        )
+    if settings_of(study).missing_runs != "fail" or not (unrun or unevaluated):
+        return
+    problems = []
+    if unrun:
+        problems.append(f"{len(unrun)} have no run record (first: {where / unrun[0] / RUN_JSON})")
+    if unevaluated:
+        problems.append(f"{len(unevaluated)} have no evaluation (first: {where / unevaluated[0] / EVAL_JSON})")
+    raise UserError(
+        f"regenerate=true: of the {len(runs)} planned runs, {' and '.join(problems)}; run without "
+        "regenerate=true to make what is missing (finished runs and current evaluations are kept), put the "
+        f"missing run directories in {where}/ ({package}), or set statistics.missing_runs: mark"
+    )
+
+
+def _shown(path: Path) -> Path:
+    """``path`` relative to the working directory where it lies below it (shorter errors)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def study_of(smk: Any) -> Study:
@@ -102,15 +157,22 @@ def job(smk: Any) -> Iterator[None]:
     """The body of a rule's ``script:`` (every ``workflow/scripts/*.py`` runs in one): a
     :class:`~forgetting.errors.UserError` ends the job with its one line ``error: …`` on
     stderr and in the rule's log, and exit status 2 — no traceback. Any other exception is a
-    bug and keeps its traceback."""
+    bug and keeps its traceback. Ctrl-C (SIGINT, which a terminal sends the whole process
+    group, so every job gets it) ends the job with one line saying so and status 130, no
+    traceback."""
     try:
         yield
     except UserError as exc:
-        line = f"error: {exc}"
-        for log in list(getattr(smk, "log", None) or []):
-            _append_once(Path(str(log)), line)
-        print(line, file=sys.stderr, flush=True)
-        raise SystemExit(exc.exit_code) from None
+        _stop(smk, f"error: {exc}", exc.exit_code)
+    except KeyboardInterrupt:
+        _stop(smk, stop_line(KeyboardInterrupt()), 130)
+
+
+def _stop(smk: Any, line: str, code: int) -> NoReturn:
+    for log in list(getattr(smk, "log", None) or []):
+        _append_once(Path(str(log)), line)
+    print(line, file=sys.stderr, flush=True)
+    raise SystemExit(code) from None
 
 
 def _append_once(path: Path, line: str) -> None:

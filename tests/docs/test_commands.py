@@ -87,6 +87,13 @@ NEEDS_RESULTS = {
     "snakemake analysis --allowed-rules stats tables figures analysis --report results/report.html":
         "the report of a finished study: its results/datasets/",
 }
+#: snakemake lines that regenerate from run outputs the checkout may not have: without them the
+#: dry run must stop at once with the one line naming what is missing (forgetting.workflow)
+NEEDS_RUNS = {
+    "snakemake --profile profiles/local --config regenerate=true": "the demo's run directories",
+    "snakemake --cores 2 --config regenerate=true": "the study's run directories (a replication package)",
+    "snakemake --cores 2 --config regenerate=true --report results/report.html": "the study's run directories",
+}
 #: programs that cannot run here, and why; their lines are checked for the repository files they name
 EXTERNAL = {
     "apptainer": "Apptainer is a cluster tool, not installed here (the tests use fakes/apptainer.py); "
@@ -359,6 +366,11 @@ def _snakemake(cmd: DocCommand, scratch: Path, dry_runs: dict[str, subprocess.Co
         missing = [f for block in missing for f in block.split()]
         assert done.returncode != 0 and "MissingInputException" in done.stdout + done.stderr
         assert missing and all(m.startswith("results/datasets/") for m in missing), missing
+        return
+    if cmd.shown in NEEDS_RUNS and done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and errors[0].startswith("error: regenerate=true: none of the "), done.stderr[-3000:]
+        assert "replication package" in errors[0]
         return
     assert done.returncode == 0, (done.stderr + done.stdout)[-3000:]
     assert "This was a dry-run" in done.stdout + done.stderr

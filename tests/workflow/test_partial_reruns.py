@@ -18,7 +18,7 @@ from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.dryrun import by_rule, dry_run, small_study
 
 CONF = "delayed-turn-tool_output-50"
-BATCH_OUTPUTS = ("runs.json", "eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet",
+BATCH_OUTPUTS = ("runs.json", "eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "timings.parquet",
                  "run_costs.parquet")
 
 

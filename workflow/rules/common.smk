@@ -1,5 +1,7 @@
 # Target lists and input functions shared by the stage rule files.
 
+import os
+
 from forgetting.containers import (
     ContainerSettings,
     agents_partition,
@@ -25,12 +27,26 @@ GPU_IMAGES = images_by_partition(PLAN.study)["gpu"]
 CPU_IMAGES = images_by_partition(PLAN.study)["cpu"]
 
 
+BATCH_ANALYSIS = ["summary", "calls", "tool_calls", "run_costs", "timings"]
+
+
 def final_targets():
     """A narrowed study (--config only=…) stops at its batches' analysis; the whole study
-    goes on to datasets, statistics, tables and figures."""
+    goes on to datasets, statistics, tables and figures.
+
+    Every output of every stage is a target, not only the last ones: Snakemake removes the
+    outputs of a job it interrupts (a forced run_batch's runs.json, an evaluation's eval.json),
+    and a missing file that is only an *input* of jobs whose outputs exist reruns nothing
+    ("Nothing to be done" over tables of runs that were redone since). As a target, the missing
+    output is made again, and every job after it reruns (its input is new). Regeneration makes
+    no runs.json or eval.json (no agent or evaluation job): they are no targets then."""
+    batch = [] if PLAN.regenerate else PLAN.batch_files(f"{BATCH_DIR}/runs.json") + PLAN.batch_files(
+        f"{BATCH_DIR}/eval.json")
+    batch += [path for name in BATCH_ANALYSIS for path in PLAN.batch_files(f"{BATCH_DIR}/{name}.parquet")]
     if PLAN.is_subset:
-        return PLAN.batch_files(f"{BATCH_DIR}/summary.parquet")
-    return [f"{RESULTS}/plan/runs.parquet", *ANALYSIS_TARGETS]
+        return batch
+    datasets = expand(f"{RESULTS}/datasets/{{name}}.parquet", name=DATASETS)
+    return [f"{RESULTS}/plan/runs.parquet", *batch, *datasets, *ANALYSIS_TARGETS]
 
 
 def stats_settings(stage):
@@ -54,10 +70,14 @@ def pricing_settings():
 
 
 def analyze_input(wildcards):
-    # regenerate mode works from the run directories already on disk: no run or evaluation job
+    """The batch's evaluation manifest. Regeneration works from the run directories on disk
+    (no run or evaluation job): the manifest is read as it is (ancient) where it exists, so
+    that the analysis keeps the same input and neither the regeneration nor the plain
+    invocation after it reanalyses a batch whose analysis is current."""
+    manifest = f"{BATCH_DIR}/eval.json".format(**wildcards)
     if PLAN.regenerate:
-        return []
-    return f"{BATCH_DIR}/eval.json".format(**wildcards)
+        return [ancient(manifest)] if os.path.exists(manifest) else []
+    return manifest
 
 
 def run_images(wildcards):

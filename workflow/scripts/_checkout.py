@@ -13,3 +13,17 @@ from pathlib import Path
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 if sys.path[:1] != [SRC]:
     sys.path.insert(0, SRC)
+
+# Ctrl-C while the job is still importing (before `with job(snakemake)` catches it): one line,
+# not a traceback (forgetting.workflow.job says the same once the job runs)
+_hook = sys.excepthook
+
+
+def _interrupted(kind, value, tb):
+    if issubclass(kind, KeyboardInterrupt):
+        print("interrupted (SIGINT); the next invocation redoes what did not finish", file=sys.stderr, flush=True)
+        return
+    _hook(kind, value, tb)
+
+
+sys.excepthook = _interrupted

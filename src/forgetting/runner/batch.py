@@ -36,12 +36,12 @@ from typing import Any
 from forgetting import tokenizer
 from forgetting.agents import action_syntax, prepare_environment
 from forgetting.atomic import write_json
-from forgetting.config import Study
+from forgetting.config import Study, study_from_mapping
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
-from forgetting.layout import CALLS, PATCH, RUN_JSON, Layout
+from forgetting.layout import BATCH_DOWNSTREAM, CALLS, PATCH, RUN_JSON, Layout
 from forgetting.model_server import serving, with_loopback_no_proxy
-from forgetting.plan import Batch, Run
+from forgetting.plan import Batch, Run, plan_batches
 from forgetting.proxy import ProxySettings
 from forgetting.records import RunRecord, is_finished, read_run_record
 from forgetting.runner.execute import child_main
@@ -143,8 +143,12 @@ def call_stats(calls_path: Path) -> tuple[int, float | None]:
 class BatchRunner:
     """Runs the pending runs of one batch; see the module docstring."""
 
-    def __init__(self, study: Study, batch: Batch, settings: RunnerSettings, say: StageLog) -> None:
+    def __init__(
+        self, study: Study, batch: Batch, settings: RunnerSettings, say: StageLog, manifest: Path | None = None
+    ) -> None:
         self.study = study
+        self.manifest = manifest  # None: a run on its own (forgetting run), no batch files
+        self.invalidated = False
         self.batch = batch
         self.settings = settings
         self.say = say
@@ -185,12 +189,23 @@ class BatchRunner:
         started = time.time()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        # no stop signal while forking: its exception would land in an at-fork hook (logging's),
+        # where Python ignores it and the batch goes on; held, it is raised once the child is known
+        pid = -1
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            pid = os.fork()
+            if pid > 0:
+                self.running[pid] = Running(run, pid, started, time.monotonic(), run_dir)
+        finally:
+            if pid != 0:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if pid == 0:  # the run's process: never returns into the caller
             code = 70
             try:
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
                 code = child_main(
                     run,
                     self.settings,
@@ -202,7 +217,6 @@ class BatchRunner:
                 )
             finally:
                 os._exit(code)
-        self.running[pid] = Running(run, pid, started, time.monotonic(), run_dir)
 
     def _kill(self, slot: Running) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -251,7 +265,11 @@ class BatchRunner:
             return
         record = self._run_record(run, outcome, slot, wall, temp)
         try:
-            finalize(temp, slot.run_dir, record)
+            # a stop signal waits until the run directory is in place (it is renamed over the old
+            # one and the old one removed) and the batch's stale files are gone
+            with _signals_held():
+                self._invalidate_downstream()
+                finalize(temp, slot.run_dir, record)
         except OSError as exc:
             self._fail(run, f"could not finalize {slot.run_dir}: {exc}")
             return
@@ -285,6 +303,38 @@ class BatchRunner:
             },
         )
 
+    def _invalidate_downstream(self) -> None:
+        """Before the batch changes its first run directory: remove its manifest, evaluation
+        manifest and analysis tables, which describe its runs as they were. A redone run's own
+        evaluation goes with its old directory (the run directory is replaced whole). Whatever
+        stops the batch after this, nothing left describes runs that are no longer on disk, and
+        the workflow makes them again (they are its targets)."""
+        if self.invalidated or self.manifest is None:
+            return
+        self.invalidated = True
+        stale = [self.manifest, *(self.layout.batch_dir(self.batch.key) / name for name in BATCH_DOWNSTREAM)]
+        for key in self._whole_study_batches():  # the same runs in the whole study's batches
+            stale += [self.layout.batch_dir(key) / name for name in ("runs.json", *BATCH_DOWNSTREAM)]
+        removed = []
+        for path in stale:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(str(path.relative_to(self.layout.results)) if path.is_relative_to(
+                    self.layout.results) else path.name)
+        if removed:
+            self.say.line(f"{self.batch.key}: its runs change: removed {', '.join(removed)} (made again after them)")
+
+    def _whole_study_batches(self) -> list[str]:
+        """The batches of the whole study that hold this batch's runs, where they are others:
+        a study narrowed to some tasks (``only_tasks``) batches their runs under names of its
+        own, so the whole study's batch files of a redone run would describe it as it was."""
+        if not self.study.raw.get("only_tasks"):
+            return []
+        whole = study_from_mapping({**self.study.raw, "only_tasks": None}, source="config", root=self.study.root)
+        mine = {r.run_id for r in self.batch.runs}
+        return sorted(b.key for b in plan_batches(whole) if b.key != self.batch.key and mine & {
+            r.run_id for r in b.runs})
+
     # ------------------------------------------------------------------ the loop
 
     def execute(self, todo: list[Run], model_url: str, server: Any, scratch: Path) -> None:
@@ -300,6 +350,7 @@ class BatchRunner:
         server_lost: str | None = None
         access = getattr(server, "access", None)
         while self.pending or self.running:
+            _check_stop()
             if server_lost is None:
                 due = self.check_now or time.monotonic() >= next_health
                 server_lost = server.trouble(due)
@@ -357,20 +408,56 @@ class Terminated(SystemExit):
     """SIGTERM (Snakemake cancelling the job, Slurm ending it): unwind, stop runs and server."""
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise Terminated(128 + signum)
+#: the signals that stop a batch: Ctrl-C (a terminal sends it to the whole process group) and SIGTERM
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+#: stop signals received and not yet acted on (see :func:`_check_stop`)
+_received: list[int] = []
+
+
+def _stop_exception(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(128 + signum)
+
+
+def _raise_stop(signum: int, frame: Any) -> None:
+    _received.append(signum)
+    raise _stop_exception(signum)
+
+
+def _check_stop() -> None:
+    """Raise for a stop signal whose exception was swallowed where it landed (Python ignores an
+    exception raised in an at-fork hook, a finalizer or a weakref callback: the batch went on)."""
+    if _received:
+        raise _stop_exception(_received[-1])
 
 
 @contextlib.contextmanager
-def _terminate_as_exception() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+def _signals_held() -> Iterator[None]:
+    """Stop signals held (blocked) for the block; one that came meanwhile is raised after it."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@contextlib.contextmanager
+def _stop_as_exception() -> Iterator[None]:
+    """SIGTERM as :class:`Terminated`, SIGINT as KeyboardInterrupt (where it is not ignored),
+    each remembered until the batch has stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
+    _received.clear()
+    for sig in STOP_SIGNALS:
+        if previous[sig] != signal.SIG_IGN:
+            signal.signal(sig, _raise_stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        _received.clear()
 
 
 @contextlib.contextmanager
@@ -422,8 +509,8 @@ def run_batch(
     # the agents' model clients (litellm, Trae's openai) and their containers reach the run's
     # proxy on loopback directly, never through a site's http_proxy
     os.environ.update(with_loopback_no_proxy(os.environ))
-    with StageLog(log, echo=echo) as say, _terminate_as_exception():
-        runner = BatchRunner(study, batch, settings, say)
+    with StageLog(log, echo=echo) as say, _stop_as_exception():
+        runner = BatchRunner(study, batch, settings, say, None if manifest is None else Path(manifest))
         todo = runner.plan()
         if runner.report.skipped:
             say.line(f"{batch.key}: {runner.report.skipped} of {len(batch.runs)} runs finished before; kept")

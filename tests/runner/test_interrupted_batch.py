@@ -1,0 +1,114 @@
+"""A forced batch stopped by SIGINT (Ctrl-C, to the process group as a terminal sends it),
+SIGTERM (Snakemake cancelling it, Slurm ending it) or SIGKILL once it has redone a run
+(issue 25, items 1 and 2): no traceback, no bare ``error:`` in its log, the batch's manifest,
+evaluation manifest and analysis tables (which describe the runs it replaced) are gone, every
+run is still finished, and the plain invocation after it keeps every run and writes the
+manifest of the runs on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from forgetting.layout import RUN_JSON, Layout
+from forgetting.runner import run_batch
+from forgetting.runner.batch import BatchRunner
+from forgetting.runner.settings import RunnerSettings
+from forgetting.stagelog import StageLog
+from forgetting_testkit.checkout import ROOT, cli_env
+from forgetting_testkit.runner import batch_of, study_at, write_study
+
+pytestmark = pytest.mark.slow
+
+#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.layout.BATCH_DOWNSTREAM)
+BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "run_costs.parquet",
+                    "timings.parquet")
+
+
+REPEATS = {"baseline": 2, "deletion": 1}
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """mini on one demo task, the baseline twice: the batch run once, and its manifest."""
+    tmp = tmp_path_factory.mktemp("finished")
+    study = study_at(tmp, repeats=REPEATS)
+    batch = batch_of(study, "mini", "baseline")
+    manifest = Layout(study.results_dir).batch_dir(batch.key) / "runs.json"
+    return tmp / "results", run_batch(study, batch, manifest=manifest, echo=False)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_forced_batch_stopped_after_its_first_redone_run(finished, tmp_path, how):
+    results, first = finished
+    shutil.copytree(results, tmp_path / "results", symlinks=True)
+    config = write_study(tmp_path, repeats=REPEATS)
+    study = study_at(tmp_path, repeats=REPEATS)
+    batch = batch_of(study, "mini", "baseline")
+    layout = Layout(study.results_dir)
+    batch_dir = layout.batch_dir(batch.key)
+    manifest = batch_dir / "runs.json"
+    for name in BATCH_DOWNSTREAM:  # what the evaluation and the analysis left of the runs as they were
+        (batch_dir / name).write_text("of the runs before")
+    runs = {r.run_id: layout.run_dir(r.run_id) / RUN_JSON for r in batch.runs}
+    before = {rid: p.stat().st_mtime_ns for rid, p in runs.items()}
+
+    log = tmp_path / "forced.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "forgetting", "run-batch", str(config), "--batch", batch.key, "--force", "--log",
+         str(log)], cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not any(p.is_file() and p.stat().st_mtime_ns != before[rid] for rid, p in runs.items()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no run was redone in time"
+        time.sleep(0.05)
+    os.killpg(proc.pid, how)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode != 0
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    if how == signal.SIGINT:
+        assert err.strip().splitlines()[-1] == "interrupted"
+    lines = log.read_text().splitlines()
+    assert not [line for line in lines if line.strip() == "error:" or line.startswith("error: 1")]
+    if how != signal.SIGKILL:  # the log says how the batch stopped, and what comes next
+        assert lines[-1] == {signal.SIGINT: "interrupted (SIGINT)", signal.SIGTERM: "stopped (SIGTERM)"}[how] + (
+            "; the next invocation redoes what did not finish")
+    assert [n for n in ("runs.json", *BATCH_DOWNSTREAM) if (batch_dir / n).exists()] == []
+    assert all(p.is_file() for p in runs.values())  # no finished run is lost
+
+    mid = {rid: p.stat().st_mtime_ns for rid, p in runs.items()}
+    again = run_batch(study, batch, manifest=manifest, echo=False)
+    assert {rid: p.stat().st_mtime_ns for rid, p in runs.items()} == mid  # every run kept
+    assert again["runs"] == first["runs"] == json.loads(manifest.read_text())["runs"]
+
+
+def test_a_batch_narrowed_to_one_task_also_invalidates_the_whole_studys_batch_of_its_runs(tmp_path):
+    """``only_tasks`` batches the task's runs under names of its own: redoing them makes the whole
+    study's batch that holds them stale too (its runs.json goes, so the plain invocation redoes
+    it and everything after); a batch of other runs is left alone."""
+    sections = {"tasks": {"ids": ["demo__confkit-1", "demo__ledger-1"]}, "repeats": REPEATS,
+                "configurations": {"names": ["delayed-turn-tool_output-100"]}}
+    whole = study_at(tmp_path, **sections)
+    narrowed = study_at(tmp_path, **sections, only_tasks="demo__confkit-1")
+    big, small = batch_of(whole, "mini", "baseline"), batch_of(narrowed, "mini", "baseline")
+    other = batch_of(whole, "mini", "delayed-turn-tool_output-100")
+    assert big.key != small.key and {r.run_id for r in small.runs} < {r.run_id for r in big.runs}
+    layout = Layout(whole.results_dir)
+    for key in (big.key, small.key, other.key):
+        layout.batch_dir(key).mkdir(parents=True)
+        for name in ("runs.json", *BATCH_DOWNSTREAM):
+            (layout.batch_dir(key) / name).write_text("of the runs before")
+    runner = BatchRunner(narrowed, small, RunnerSettings.from_study(narrowed), StageLog(None),
+                         layout.batch_dir(small.key) / "runs.json")
+    runner._invalidate_downstream()  # as the batch does before it replaces its first run directory
+    for key in (big.key, small.key):
+        assert sorted(p.name for p in layout.batch_dir(key).iterdir()) == [], key
+    assert sorted(p.name for p in layout.batch_dir(other.key).iterdir()) == sorted(("runs.json", *BATCH_DOWNSTREAM))
