@@ -74,6 +74,12 @@ class CostResult:
     torn_line: int | None = None
     #: the relative difference from the server's ``prompt_tokens`` a call may have
     prompt_tolerance: float = 0.0
+    #: how the prompts were counted (:attr:`forgetting.cost.prompts.RunPrompts.prompt_count`)
+    prompt_count: str = "approximation"
+    #: the server's prefix-cache block the call log recorded (None: none recorded)
+    kv_block_size: int | None = None
+    #: calls whose output tokens were counted with Qwen's BPE (the server reported none)
+    output_estimated: int = 0
 
     def profile_row(self, name: str) -> dict[str, Any]:
         for row in self.run_costs.to_pylist():
@@ -284,6 +290,7 @@ def cost_prompts(
         raise UserError(
             f"primary pricing profile {primary!r} is not among the profiles computed: {', '.join(names)}"
         )
+    profiles = [p.for_run(run.kv_block_size) for p in profiles]
     acc = account(run, profiles)
     deleted = _deleted_columns(run)
     by_profile = {p.name: _calls_table(run, acc, k, p, deleted, tolerance) for k, p in enumerate(profiles)}
@@ -325,6 +332,9 @@ def cost_prompts(
         by_profile,
         run.torn_line,
         tolerance,
+        run.prompt_count,
+        run.kv_block_size,
+        run.output_estimated,
     )
 
 
