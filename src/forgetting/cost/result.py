@@ -201,7 +201,7 @@ def _calls_table(
 
 def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingProfile) -> dict[str, Any]:
     tot = {"prompt": 0, "cached": 0, "new": 0, "rebilled": 0, "written": 0, "output": 0}
-    reported_calls = reported = reconstructed = 0
+    reported_calls = reported = reconstructed = beyond = 0
     # the reported calls: the server's counts, and the reconstruction's on the same calls
     on = {"prompt": 0, "cached": 0, "rebilled_new": 0, "written": 0, "output": 0}
     server = {"prompt": 0, "written": 0, "cost": 0.0}
@@ -219,6 +219,9 @@ def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingPr
             reported_calls += 1
             reported += call.reported_cached
             reconstructed += cached
+            # more than the longest prefix any earlier prompt of this run shares: no cache of the
+            # run's own prompts holds it (another run's blocks, or blocks of generated tokens)
+            beyond += max(0, call.reported_cached - a.prefix_tokens)
             on["prompt"] += a.prompt_tokens
             on["cached"] += cached
             on["rebilled_new"] += new + rebilled
@@ -259,6 +262,7 @@ def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingPr
         "reported_calls": reported_calls,
         "reported_cached_tokens": reported if reported_calls else None,
         "reconstructed_cached_tokens": reconstructed if reported_calls else None,
+        "cross_run_cached_tokens": beyond if reported_calls else None,
         "cache_agreement": (reported / reconstructed) if reported_calls and reconstructed else None,
         "reported_prompt_tokens": server["prompt"] if reported_calls else None,
         "reconstructed_prompt_tokens": on["prompt"] if reported_calls else None,

@@ -94,6 +94,8 @@ class ProxyServer(http.server.ThreadingHTTPServer):
         self.settings = settings
         self.calls_ok = 0
         self.calls_failed = 0
+        #: the messages of the last request that passed parse_request (its checked prefix)
+        self.checked_messages: list[Any] | None = None
         self._count_lock = threading.Lock()
 
     def count(self, ok: bool) -> None:
@@ -249,10 +251,11 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self._linger()
             return
         try:
-            req = parse_request(body)
+            req = parse_request(body, self.server.checked_messages)
         except BadRequest as exc:
             self._error(exc.status, exc.message)
             return
+        self.server.checked_messages = req["messages"]
         try:
             self._chat(req, body, t_request)
         except PolicyError as exc:
