@@ -14,8 +14,8 @@ from forgetting.cost import cost_run, load_profiles
 from forgetting.deletion import reduce_history
 from forgetting.errors import ConfigError
 from forgetting.grid import paper_configuration
-from forgetting.model_server import counting_for
 from forgetting.proxy import start_proxy
+from forgetting.runner.counting import counting_for
 from forgetting.served_format import Counting, ServedFormat, TemplateError, load
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS
@@ -95,7 +95,7 @@ def test_a_block_the_template_adds_is_implicit_and_a_missing_tokenizer_is_one_er
     assert fmt.prompt_token_ids(msgs, None) == whole(fmt, msgs)
     with pytest.raises(TemplateError, match="failed"):
         fmt.blocks([{"role": "user", "content": None}], None)  # its template fails on null content
-    with pytest.raises(ConfigError, match="no tokenizer.json"):
+    with pytest.raises(ConfigError, match=r"no tokenizer\.json"):
         load(str(tmp_path))
 
 
@@ -134,5 +134,5 @@ def test_auto_counting_follows_the_backend(model_dir, tmp_path):
     assert served.served.files.template_source == TEMPLATE
     ep = counting_for({"backend": "endpoint", "name": "m", "tokenizer_dir": str(model_dir)})
     assert ep.served is not None and ep.served.files.template_source == model_dir / "tokenizer_config.json"
-    with pytest.raises(ConfigError, match="model.tokenizer_dir"):
+    with pytest.raises(ConfigError, match=r"model\.tokenizer_dir"):
         counting_for({"backend": "vllm", "name": "org/not-here", "vllm": {"model_dir": str(tmp_path)}})

@@ -29,8 +29,9 @@ from forgetting.calllog import read_call_log
 from forgetting.commands.cost import summary_line
 from forgetting.cost import cost_run, load_profiles
 from forgetting.grid import paper_configuration
-from forgetting.model_server import cache_info, counting_for, serving
+from forgetting.model_server import cache_info, serving
 from forgetting.proxy import ProxySettings, start_proxy
+from forgetting.runner.counting import counting_for
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import TOOLS, observation, request
@@ -90,7 +91,8 @@ def tokenize(base_url: str, messages: list[dict], tools: list | None) -> list[in
 
 def recorded_history(style: str, turns: int, tag: str) -> list[dict]:
     """A recorded agent history (system, task, then actions and their outputs), as replayed."""
-    out: list[dict] = [{"role": "system", "content": f"You are a careful software engineer ({tag})."},
+    rules = " ".join(f"Rule {i}: run one command per step, read its output, then decide." for i in range(1, 25))
+    out: list[dict] = [{"role": "system", "content": f"You are a careful software engineer ({tag}). {rules}"},
                        {"role": "user", "content": "Fix the failing test in calc.py."}]
     for k in range(turns):
         command = f"sed -n '{k * 10},{k * 10 + 9}p' calc.py"

@@ -40,10 +40,11 @@ from forgetting.config import Study
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
 from forgetting.layout import CALLS, PATCH, RUN_JSON, Layout
-from forgetting.model_server import cache_info, counting_for, counting_line, serving
+from forgetting.model_server import cache_info, serving
 from forgetting.plan import Batch, Run
 from forgetting.proxy import ProxySettings
 from forgetting.records import RunRecord, is_finished, read_run_record
+from forgetting.runner.counting import counting_for, counting_line
 from forgetting.runner.execute import child_main
 from forgetting.runner.mini import preload as preload_mini
 from forgetting.runner.outcome import AgentOutcome

@@ -107,7 +107,8 @@ def compute_cache_validation(
             ids = costs.column("run_id").to_pylist()
             mine = np.array([where.get(r, (None,))[0] == g.key for r in ids], dtype=bool)
             tix = np.array([where[r][1] for r, m in zip(ids, mine, strict=True) if m], dtype=np.int64)
-            values = np.stack([_values(costs, c)[mine] for c in _SUMMED], axis=1) if mine.any() else np.zeros((0, len(_SUMMED)))
+            values = (np.stack([_values(costs, c)[mine] for c in _SUMMED], axis=1) if mine.any()
+                      else np.zeros((0, len(_SUMMED))))
             calls = _values(costs, "calls")[mine]
             reported_calls = _values(costs, "reported_calls")[mine]
             counts = np.bincount(tix, minlength=n).astype(np.float64)
