@@ -65,6 +65,8 @@ def json_problem(value: Any, *, text: bool, limit: int = MAX_DEPTH) -> str | Non
             if not _is_text(node):
                 return f"a string holds a lone surrogate ({ascii(node)[:40]}…), which is not Unicode text"
             continue
+        if not isinstance(node, dict | list):  # a number, true, null: nothing inside
+            continue
         if depth > limit:
             return f"nested more than {limit} levels deep"
         if isinstance(node, dict):
