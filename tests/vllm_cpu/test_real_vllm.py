@@ -177,10 +177,10 @@ def demo_config(tmp_path: Path, base_url: str) -> Path:
     config["tasks"] = {"ids_file": str(tmp_path / "tasks.txt")}
     config["repeats"] = {"baseline": 1, "deletion": 1}
     config["configurations"] = {"names": ["delayed-turn-tool_output-100"]}
-    config["agent"] = {**config["agent"], "turn_cap": 4}
+    config["agent"] = {**config["agent"], "turn_cap": 2}
     model = model_section()
     config["model"] = {"backend": "endpoint", "name": SERVED, "served_name": SERVED, "context_window": 8192,
-                       "temperature": 0, "max_tokens": 32, "tokenizer": "served", "tokenizer_dir": MODEL_DIR,
+                       "temperature": 0, "max_tokens": 16, "tokenizer": "served", "tokenizer_dir": MODEL_DIR,
                        "chat_template": model["chat_template"], "endpoint": {"base_url": base_url}}
     config["statistics"] = {**config["statistics"], "resamples": 200}
     path = tmp_path / "study.yaml"
