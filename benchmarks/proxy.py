@@ -10,7 +10,11 @@ history holds ≥ 90k tokens, the added latency and the ratio, for a few configu
 then the engine alone, memoized (the proxy's :class:`Reducer`) vs the pure function.
 Target (issue 3): added latency ≤ 5 ms per call at 100k tokens.
 
-    python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1]
+    python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1] [--served MODEL_DIR]
+
+``--served MODEL_DIR``: the proxy counts prompts with that model's own tokenizer and chat
+template (``model.tokenizer: served``; ``--chat-template FILE`` replaces the directory's), as
+in front of a real vLLM; without it, Qwen's approximation (the scripted model's own).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from forgetting.deletion import Reducer, reduce_history  # noqa: E402
 from forgetting.grid import Deletion, paper_configuration  # noqa: E402
 from forgetting.messages import segment  # noqa: E402
 from forgetting.proxy import ProxySettings, start_proxy  # noqa: E402
+from forgetting.served_format import Counting, load  # noqa: E402
 from forgetting_testkit import fakes  # noqa: E402
 from forgetting_testkit.histories import realistic  # noqa: E402
 
@@ -71,13 +76,14 @@ def host_port(url: str) -> tuple[str, int]:
 
 
 def measure(
-    upstream_url: str, name: str, histories: list[list[dict]], sizes: list[int], big: int, repeats: int
+    upstream_url: str, name: str, histories: list[list[dict]], sizes: list[int], big: int, repeats: int,
+    counting: Counting | None = None,
 ) -> None:
     deletion = paper_configuration(name)
     with tempfile.TemporaryDirectory() as logs:
         # the histories are mini's (tool calls): its replies' text holds no action (actions=None)
         handle = start_proxy(upstream_url, deletion, 7, logs, f"bench/{name}/t/1", actions=None,
-                             settings=ProxySettings.from_config())
+                             settings=ProxySettings.from_config(), counting=counting)
         direct = http.client.HTTPConnection(*host_port(upstream_url))
         proxied = http.client.HTTPConnection(*host_port(handle.url))
         d_times, p_times = [], []
@@ -135,6 +141,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="model calls (turns) of the growing history")
     parser.add_argument("--tokens", type=int, default=100_000, help="prompt tokens at the last call")
+    parser.add_argument("--served", help="count prompts with this model directory's tokenizer and template")
+    parser.add_argument("--chat-template", help="with --served: this template instead of the directory's")
     parser.add_argument(
         "--repeats", type=int, default=1, help="times each call of >= 90%% of the tokens is sent"
     )
@@ -143,6 +151,8 @@ def main() -> None:
     histories = prefixes(msgs)
     sizes = [len(chat_format.prompt_token_ids(h)) for h in histories]
     big = int(0.9 * args.tokens)
+    counting = Counting("served", load(args.served, args.chat_template)) if args.served else None
+    print(f"prompts counted with {'the served model ' + args.served if args.served else 'Qwen (approximation)'}")
     print(
         f"history: {len(histories)} calls, prompt {sizes[0]:,} → {sizes[-1]:,} tokens "
         f"({len(json.dumps(msgs)) / 1e6:.2f} MB of JSON at the last call); "
@@ -156,7 +166,7 @@ def main() -> None:
     try:
         url = fake.stdout.readline().strip()
         for name in CONFIGS:
-            measure(url, name, histories, sizes, big, args.repeats)
+            measure(url, name, histories, sizes, big, args.repeats, counting)
     finally:
         fake.terminate()
         fake.wait()

@@ -197,7 +197,9 @@ def test_the_study_and_the_policies_read_the_schema(changed_schema):
     assert (notes.refetch_threshold, notes.looping_window) == (changed_schema("analysis.refetch_threshold"),
                                                                changed_schema("analysis.looping_window"))
     cmd = vllm_command({"backend": "vllm", "name": "m"}, host="h", port=1)
-    assert cmd[0] == changed_schema("model.vllm.executable")
+    assert changed_schema("model.vllm.executable") in cmd
+    assert ("--gpu-memory-utilization" in cmd) == (changed_schema("model.vllm.device") == "gpu")
+    assert ("--enforce-eager" in cmd) == changed_schema("model.vllm.enforce_eager")
     assert cmd[cmd.index("--max-model-len") + 1] == str(changed_schema("model.context_window"))
     assert cmd[-1] == "--changed"  # model.vllm.extra_args
 

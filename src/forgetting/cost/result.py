@@ -74,6 +74,12 @@ class CostResult:
     torn_line: int | None = None
     #: the relative difference from the server's ``prompt_tokens`` a call may have
     prompt_tolerance: float = 0.0
+    #: how the prompts were counted (:attr:`forgetting.cost.prompts.RunPrompts.prompt_count`)
+    prompt_count: str = "approximation"
+    #: the server's prefix-cache block the call log recorded (None: none recorded)
+    kv_block_size: int | None = None
+    #: calls whose output tokens were counted with Qwen's BPE (the server reported none)
+    output_estimated: int = 0
 
     def profile_row(self, name: str) -> dict[str, Any]:
         for row in self.run_costs.to_pylist():
@@ -195,7 +201,7 @@ def _calls_table(
 
 def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingProfile) -> dict[str, Any]:
     tot = {"prompt": 0, "cached": 0, "new": 0, "rebilled": 0, "written": 0, "output": 0}
-    reported_calls = reported = reconstructed = 0
+    reported_calls = reported = reconstructed = beyond = 0
     # the reported calls: the server's counts, and the reconstruction's on the same calls
     on = {"prompt": 0, "cached": 0, "rebilled_new": 0, "written": 0, "output": 0}
     server = {"prompt": 0, "written": 0, "cost": 0.0}
@@ -213,6 +219,9 @@ def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingPr
             reported_calls += 1
             reported += call.reported_cached
             reconstructed += cached
+            # more than the longest prefix any earlier prompt of this run shares: no cache of the
+            # run's own prompts holds it (another run's blocks, or blocks of generated tokens)
+            beyond += max(0, call.reported_cached - a.prefix_tokens)
             on["prompt"] += a.prompt_tokens
             on["cached"] += cached
             on["rebilled_new"] += new + rebilled
@@ -253,6 +262,7 @@ def _run_costs_row(run: RunPrompts, acc: list[CallAccount], k: int, p: PricingPr
         "reported_calls": reported_calls,
         "reported_cached_tokens": reported if reported_calls else None,
         "reconstructed_cached_tokens": reconstructed if reported_calls else None,
+        "cross_run_cached_tokens": beyond if reported_calls else None,
         "cache_agreement": (reported / reconstructed) if reported_calls and reconstructed else None,
         "reported_prompt_tokens": server["prompt"] if reported_calls else None,
         "reconstructed_prompt_tokens": on["prompt"] if reported_calls else None,
@@ -284,6 +294,7 @@ def cost_prompts(
         raise UserError(
             f"primary pricing profile {primary!r} is not among the profiles computed: {', '.join(names)}"
         )
+    profiles = [p.for_run(run.kv_block_size) for p in profiles]
     acc = account(run, profiles)
     deleted = _deleted_columns(run)
     by_profile = {p.name: _calls_table(run, acc, k, p, deleted, tolerance) for k, p in enumerate(profiles)}
@@ -325,6 +336,9 @@ def cost_prompts(
         by_profile,
         run.torn_line,
         tolerance,
+        run.prompt_count,
+        run.kv_block_size,
+        run.output_estimated,
     )
 
 

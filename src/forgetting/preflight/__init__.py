@@ -104,19 +104,26 @@ def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Pa
     model, agent = study.section("model"), study.section("agent")
     vllm = model["vllm"]
     apptainer = str(vllm["apptainer"])
-    out = [c.check_apptainer(apptainer)]
+    cpu = vllm["device"] == "cpu"
     server = _image(study, vllm.get("apptainer_image"), "model.vllm.apptainer_image")
+    agents = AgentChecks(study, agent, apptainer, environ, binfmt_dir) if agents_beside else None
+    # Apptainer only where something runs in an image; a GPU only where vLLM uses one
+    out = [c.check_apptainer(apptainer)] if server or (agents and agents.need_apptainer()) else []
     if server:
         out.append(c.check_image("vllm", server, build_hint=BUILD_HINT, binfmt_dir=binfmt_dir))
-    agents = AgentChecks(study, agent, apptainer, environ, binfmt_dir) if agents_beside else None
     if agents:
         out += agents.images()
-    if server:
-        out.append(c.check_gpu_in_container(apptainer, server, environ))
-    gpu, why = c.query_gpu(environ)
-    out.append(Check("gpu memory", True, f"GPU {gpu.index}: {gpu.name}, {gpu.total_bytes / GIB:.2f} GiB (nvidia-smi)")
-               if gpu else Check("gpu memory", False, f"nvidia-smi: {why}; run the preflight on a GPU node "
-                                 "(`snakemake --profile profiles/slurm preflight`)"))
+    gpu = None
+    if cpu:
+        out += c.check_vllm_cpu(str(vllm["python"]) if vllm.get("python") else None, server is not None)
+    else:
+        if server:
+            out.append(c.check_gpu_in_container(apptainer, server, environ))
+        gpu, why = c.query_gpu(environ)
+        out.append(Check("gpu memory", True,
+                         f"GPU {gpu.index}: {gpu.name}, {gpu.total_bytes / GIB:.2f} GiB (nvidia-smi)")
+                   if gpu else Check("gpu memory", False, f"nvidia-smi: {why}; run the preflight on a GPU node "
+                                     "(`snakemake --profile profiles/slurm preflight`)"))
     model_dir, looked = find_model_dir(str(model["name"]), vllm.get("model_dir"), environ)
     if model_dir is None:
         out.append(Check("model", False, f"{model['name']}: no config.json in {', '.join(map(str, looked))}; download "
@@ -131,6 +138,12 @@ def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Pa
         except UserError as exc:
             out.append(Check("model", False, str(exc)))
             model_dir = None
+    if cpu and model_dir:
+        budget = budget_for(study, int(float(vllm["cpu_kv_space_gib"]) * GIB), model_dir, cpu=True)
+        ok, line = kv_budget_line(budget)
+        out.append(Check("kv cache budget", ok, line))
+        if ok:
+            out.append(Check("prefix cache", *prefix_cache_line(budget)))
     if gpu and model_dir:
         budget = budget_for(study, gpu.total_bytes, model_dir)
         ok, line = kv_budget_line(budget)
@@ -154,6 +167,12 @@ class AgentChecks:
     binfmt_dir: Path
     trae: Path | None = None
     sif_sizes: list[int] = field(default_factory=list)
+
+    def need_apptainer(self) -> bool:
+        """Whether the agents' checks run anything in an image."""
+        study = self.study
+        return runs_need_instance_images(study) or bool(
+            "trae" in study.agents and self.agent["trae"].get("apptainer_image"))
 
     def images(self) -> list[Check]:
         study, out = self.study, []

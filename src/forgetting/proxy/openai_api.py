@@ -65,6 +65,8 @@ def json_problem(value: Any, *, text: bool, limit: int = MAX_DEPTH) -> str | Non
             if not _is_text(node):
                 return f"a string holds a lone surrogate ({ascii(node)[:40]}…), which is not Unicode text"
             continue
+        if not isinstance(node, dict | list):  # a number, true, null: nothing inside
+            continue
         if depth > limit:
             return f"nested more than {limit} levels deep"
         if isinstance(node, dict):
@@ -124,25 +126,55 @@ def check_tools(tools: Fields) -> None:
             parameters.items("required")
 
 
-def parse_request(body: bytes) -> dict[str, Any]:
+def checked_prefix(messages: list[Any], known: list[Any] | None) -> int:
+    """How many leading ``messages`` equal those of ``known`` (a request checked before):
+    an agent's history grows by appending, so one C-level comparison usually covers them all."""
+    if not known:
+        return 0
+    n = len(known)
+    if len(messages) >= n and messages[:n] == known:
+        return n
+    k = 0
+    for a, b in zip(messages, known, strict=False):
+        if a != b:
+            break
+        k += 1
+    return k
+
+
+def parse_request(body: bytes, known: list[Any] | None = None) -> dict[str, Any]:
     """A chat-completions request body → its JSON object, every field the proxy reads, logs
     or renders checked (the messages as the readers of the call log check them); BadRequest
-    naming what is wrong. A request that passes is forwarded, logged and answered."""
+    naming what is wrong. A request that passes is forwarded, logged and answered.
+
+    ``known``: the messages of a request that passed before (the proxy's previous one): the
+    leading messages equal to them were checked then and are not checked again (equal values
+    pass the same checks), so a long history costs its new messages only."""
     try:
         req, strict = parse_json(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(400, f"request body is not valid JSON: {exc}") from None
-    problem = json_problem(req, text=not strict)
-    if problem is not None:
-        raise BadRequest(400, f"request body: {problem}")
     if not isinstance(req, dict):
-        raise BadRequest(400, "request body must be a JSON object")
+        problem = json_problem(req, text=not strict)
+        raise BadRequest(400, f"request body: {problem}" if problem else "request body must be a JSON object")
     messages = req.get("messages")
     if not isinstance(messages, list) or not messages:
+        problem = json_problem(req, text=not strict)
+        if problem is not None:
+            raise BadRequest(400, f"request body: {problem}")
         raise BadRequest(400, "'messages' must be a non-empty list of message objects")
+    start = checked_prefix(messages, known)
+    # the depth and text checks of json_problem, on all but the messages checked before
+    # (request → messages → a message: two levels above each message)
+    problem = json_problem({k: v for k, v in req.items() if k != "messages"}, text=not strict)
+    for m in messages[start:]:
+        problem = problem or json_problem(m, text=not strict, limit=MAX_DEPTH - 2)
+    if problem is not None:
+        raise BadRequest(400, f"request body: {problem}")
     where = Path("request")
     try:
-        for i, m in enumerate(messages):
+        for i in range(start, len(messages)):
+            m = messages[i]
             f = Fields.of(m, where, f"messages[{i}]")
             f.string("role", required=True, null=False)
             check_chat_message(f)

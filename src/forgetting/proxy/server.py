@@ -55,6 +55,7 @@ from forgetting.proxy.openai_api import (
 )
 from forgetting.proxy.settings import ProxySettings
 from forgetting.proxy.upstream import Access, Upstream
+from forgetting.served_format import Counting, TemplateError
 
 RUN_HEADER = "X-Forgetting-Run"
 SEED_HEADER = "X-Forgetting-Seed"
@@ -93,6 +94,8 @@ class ProxyServer(http.server.ThreadingHTTPServer):
         self.settings = settings
         self.calls_ok = 0
         self.calls_failed = 0
+        #: the messages of the last request that passed parse_request (its checked prefix)
+        self.checked_messages: list[Any] | None = None
         self._count_lock = threading.Lock()
 
     def count(self, ok: bool) -> None:
@@ -248,14 +251,17 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self._linger()
             return
         try:
-            req = parse_request(body)
+            req = parse_request(body, self.server.checked_messages)
         except BadRequest as exc:
             self._error(exc.status, exc.message)
             return
+        self.server.checked_messages = req["messages"]
         try:
             self._chat(req, body, t_request)
         except PolicyError as exc:
             self._error(500, f"deletion policy failed: {exc}", "server_error")
+        except TemplateError as exc:  # the served model's template refuses it: so would the server
+            self._error(400, str(exc))
         except OSError as exc:  # the call log could not be written (disk full, …): the run must stop
             if not isinstance(exc, ConnectionError | TimeoutError):
                 self._error(500, f"the proxy could not write its call log: {exc}", "server_error")
@@ -378,6 +384,8 @@ def start_proxy(
     port: int = 0,
     settings: ProxySettings | None = None,
     access: Access | None = None,
+    counting: Counting | None = None,
+    server_info: Mapping[str, Any] | None = None,
 ) -> ProxyHandle:
     """Start a proxy for one run in a background thread; its call log is ``log_dir/calls.jsonl``.
 
@@ -386,7 +394,12 @@ def start_proxy(
     deletion engine never touches them; the call log's header records it.
     ``port=0`` picks a free port (see ``.url``). Appending to an existing log of the same run
     resumes it (a torn last line is cut off first). ``access``: the API key to send upstream
-    (never logged) and the limits the runs of a batch share (:mod:`forgetting.proxy.upstream`)."""
+    (never logged) and the limits the runs of a batch share (:mod:`forgetting.proxy.upstream`).
+    ``counting``: how the call log counts the prompts (default: Qwen3-Coder's format with
+    Qwen's BPE, named an approximation in the header); ``server_info``: what the model server
+    said of its prefix cache (:func:`forgetting.model_server.cache_info`), recorded in the
+    header for the cost stage."""
+    counting = counting or Counting()
     settings = settings or ProxySettings.from_config()
     if not _RUN_ID.fullmatch(run_id):
         raise UserError(
@@ -395,7 +408,7 @@ def start_proxy(
         )
     up = Upstream(upstream, **settings.upstream_options(), access=access, jitter_seed=int(seed))
     log_path = Path(log_dir) / FILENAME
-    header = {
+    header: dict[str, Any] = {
         "run_id": run_id,
         "seed": int(seed),
         "deletion": deletion.as_dict(),
@@ -404,7 +417,13 @@ def start_proxy(
         "upstream": up.url,
         "settings": settings.as_dict(),
         "actions": actions.to_json() if actions is not None else None,
+        "prompt_count": counting.header(),
     }
+    if counting.served is not None:
+        header["tokenizer"] = counting.served.tokenizer_name
+        header["chat_format"] = counting.served.name
+    if server_info:
+        header["server"] = dict(server_info)
     _check_resumed_log(log_path, header)
     reducer = Reducer(deletion, seed, actions=actions, settings=settings.deletion)
     try:  # listen first: a proxy that cannot start leaves no call log behind
@@ -417,7 +436,7 @@ def start_proxy(
     except OverflowError:  # a port beyond 65535
         raise UserError(f"cannot listen on {host}:{port}: not a port") from None
     try:
-        server.log = CallLogWriter(log_path, header, fsync=settings.fsync)
+        server.log = CallLogWriter(log_path, header, fsync=settings.fsync, served=counting.served)
     except BaseException:
         server.server_close()
         raise

@@ -24,8 +24,23 @@ def _fields(rec: Mapping[str, Any], source: Path, line: int, kind: str) -> Field
 
 
 def check_header(rec: Mapping[str, Any], source: Path, line: int) -> None:
-    """The header's fields a reader uses: the run id."""
-    _fields(rec, source, line, "header").string("run_id")
+    """The header's fields a reader uses: the run id, how the prompts were counted (the
+    generation prompt's ids), the server's prefix-cache block."""
+    f = _fields(rec, source, line, "header")
+    f.string("run_id")
+    count = f.obj("prompt_count")
+    if count is not None:
+        method = count.string("method", required=True, null=False)
+        if method not in ("served", "approximation"):
+            raise count.error("method", method, "served or approximation")
+        ids = count.items("generation_prompt_ids")
+        if ids is not None and not all(type(t) is int and t >= 0 for t in ids):
+            raise count.error("generation_prompt_ids[…]", ids, "token ids (integers ≥ 0)")
+    server = f.obj("server")
+    if server is not None:
+        size = server.data.get("kv_block_size")
+        if size is not None and not (type(size) is int and size >= 1):
+            raise server.error("kv_block_size", size, "a block size in tokens (an integer ≥ 1)")
 
 
 def check_segment(rec: Mapping[str, Any], source: Path, line: int) -> tuple[str, dict[str, Any], list[int]]:

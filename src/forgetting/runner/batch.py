@@ -40,10 +40,11 @@ from forgetting.config import Study, study_from_mapping
 from forgetting.endpoint_settings import EndpointSettings
 from forgetting.errors import UserError
 from forgetting.layout import BATCH_DOWNSTREAM, CALLS, PATCH, RUN_JSON, Layout
-from forgetting.model_server import serving, with_loopback_no_proxy
+from forgetting.model_server import cache_info, serving, with_loopback_no_proxy
 from forgetting.plan import Batch, Run, plan_batches
 from forgetting.proxy import ProxySettings
 from forgetting.records import RunRecord, is_finished, read_run_record
+from forgetting.runner.counting import counting_for, counting_line
 from forgetting.runner.execute import child_main
 from forgetting.runner.mini import preload as preload_mini
 from forgetting.runner.outcome import AgentOutcome
@@ -154,6 +155,8 @@ class BatchRunner:
         self.say = say
         self.layout = Layout(study.results_dir)
         self.proxy_settings = ProxySettings.from_study(study)
+        #: start_proxy's ``counting`` and ``server_info`` (set once the server is known)
+        self.proxy_options: dict[str, Any] = {}
         self.report = BatchReport()
         self.running: dict[int, Running] = {}
         self.pending: deque[Run] = deque()
@@ -214,6 +217,7 @@ class BatchRunner:
                     model_url=model_url,
                     proxy_settings=self.proxy_settings,
                     access=access,
+                    proxy_options=self.proxy_options,
                 )
             finally:
                 os._exit(code)
@@ -518,16 +522,22 @@ def run_batch(
             check_task_rows(settings, {r.task for r in todo})
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
+            model = model_section(study, settings)
+            counting = counting_for(model, study.root)  # a missing tokenizer fails before the server starts
             with _scratch(settings, batch) as scratch:
                 preload({r.agent for r in todo}, scratch, settings)
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (
                     f"starting the {settings.backend} model server")
                 say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; {what}")
                 with serving(
-                    model_section(study, settings), log_path=server_log_path(study, batch, manifest), seed=study.seed,
+                    model, log_path=server_log_path(study, batch, manifest), seed=study.seed,
                     scratch=scratch, proxy_settings=runner.proxy_settings, say=say.line,
                 ) as server:
                     say.line(server.ready_line())
+                    info = cache_info(server.base_url)
+                    runner.proxy_options = {"counting": counting, "server_info": info}
+                    block = info.get("kv_block_size", "not reported")
+                    say.line(f"prompts counted: {counting_line(counting)}; prefix-cache block: {block}")
                     try:
                         runner.execute(todo, server.base_url, server, scratch)
                     finally:

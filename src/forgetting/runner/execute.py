@@ -15,7 +15,9 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from forgetting.agents import action_syntax
 from forgetting.atomic import write_json
@@ -42,9 +44,12 @@ def run_agent(ctx: RunContext) -> AgentOutcome:
 
 
 def execute_run(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
-                proxy_settings: object, access: Access | None = None) -> AgentOutcome:
+                proxy_settings: object, access: Access | None = None,
+                proxy_options: Mapping[str, Any] | None = None) -> AgentOutcome:
     """Carry out ``run`` with its own deletion proxy in front of ``model_url`` (``access``: the
-    API key and shared limits of an endpoint, :mod:`forgetting.proxy.upstream`).
+    API key and shared limits of an endpoint, :mod:`forgetting.proxy.upstream`;
+    ``proxy_options``: how the proxy counts prompts and what the server said of its cache,
+    :func:`forgetting.proxy.start_proxy`'s ``counting`` and ``server_info``).
 
     Raises :class:`InfraFailure` when the workspace or the proxy cannot be made. A run whose
     last model call failed because of the model server — unreachable, the key refused, the
@@ -62,7 +67,7 @@ def execute_run(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path,
             proxy = start_proxy(
                 model_url, run.deletion, run.seed, out, run.run_id,
                 actions=action_syntax(run.agent, settings.mini_config_files.get(run.agent)), settings=proxy_settings,  # type: ignore[arg-type]
-                access=access,
+                access=access, **(proxy_options or {}),
             )
         except (UserError, OSError) as exc:
             raise InfraFailure(f"proxy: could not start: {exc}") from None
@@ -116,7 +121,8 @@ def hide_key(access: Access | None) -> None:
 
 
 def child_main(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
-               proxy_settings: object, access: Access | None = None) -> int:
+               proxy_settings: object, access: Access | None = None,
+               proxy_options: Mapping[str, Any] | None = None) -> int:
     """The body of a forked run process; returns its exit status (never raises)."""
     try:
         hide_key(access)
@@ -127,7 +133,7 @@ def child_main(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, 
         try:
             outcome = execute_run(
                 run, settings, out=out, scratch=scratch, model_url=model_url, proxy_settings=proxy_settings,
-                access=access,
+                access=access, proxy_options=proxy_options,
             )
         except InfraFailure as exc:
             outcome = AgentOutcome(status="infra", error=str(exc))

@@ -43,8 +43,9 @@ _SUMMED = (
     "reconstructed_prompt_tokens",
     "cost_reported",
     "cost_cache_on_reported",
+    "cross_run_cached_tokens",
 )
-_RC, _RP, _CC, _CP, _COST_REP, _COST_REC = range(len(_SUMMED))
+_RC, _RP, _CC, _CP, _COST_REP, _COST_REC, _XR = range(len(_SUMMED))
 
 
 def _values(table: pa.Table, name: str) -> np.ndarray:
@@ -52,11 +53,17 @@ def _values(table: pa.Table, name: str) -> np.ndarray:
 
 
 def _shares(totals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(reported, reconstructed) shares of ``totals`` (R, len(_SUMMED)); NaN where undefined."""
+    """(reported within the run, reconstructed) shares of ``totals`` (R, len(_SUMMED)); NaN
+    where undefined. The reported share here leaves out the cross-run hits (their own column)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        reported = np.where(totals[:, _RP] > 0, totals[:, _RC] / totals[:, _RP], np.nan)
+        reported = np.where(totals[:, _RP] > 0, (totals[:, _RC] - totals[:, _XR]) / totals[:, _RP], np.nan)
         rebuilt = np.where(totals[:, _CP] > 0, totals[:, _CC] / totals[:, _CP], np.nan)
     return reported, rebuilt
+
+
+def _cross_share(totals: np.ndarray) -> float:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(totals[0, _XR] / totals[0, _RP]) if totals[0, _RP] > 0 else float("nan")
 
 
 def compute_cache_validation(
@@ -102,7 +109,8 @@ def compute_cache_validation(
             ids = costs.column("run_id").to_pylist()
             mine = np.array([where.get(r, (None,))[0] == g.key for r in ids], dtype=bool)
             tix = np.array([where[r][1] for r, m in zip(ids, mine, strict=True) if m], dtype=np.int64)
-            values = np.stack([_values(costs, c)[mine] for c in _SUMMED], axis=1) if mine.any() else np.zeros((0, 6))
+            values = (np.stack([_values(costs, c)[mine] for c in _SUMMED], axis=1) if mine.any()
+                      else np.zeros((0, len(_SUMMED))))
             calls = _values(costs, "calls")[mine]
             reported_calls = _values(costs, "reported_calls")[mine]
             counts = np.bincount(tix, minlength=n).astype(np.float64)
@@ -141,8 +149,9 @@ def compute_cache_validation(
                     "prompt_difference_per_call": (
                         sum(d for _, _, d in checked) / n_checked if n_checked else float("nan")
                     ),
-                    "reported_share": float(reported[0]),
+                    "reported_share": float(reported[0]) + (_cross_share(point) if point[0, _RP] > 0 else 0.0),
                     "reconstructed_share": float(rebuilt[0]),
+                    "cross_run_share": _cross_share(point),
                     "estimate": float(rebuilt[0] - reported[0]),
                     "ci_low": float(lo),
                     "ci_high": float(hi),

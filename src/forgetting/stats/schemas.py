@@ -120,7 +120,10 @@ CACHE_VALIDATION_SCHEMA = keyed(pa.schema(
         ("prompt_difference_per_call", pa.float64()),  # mean server − rebuilt prompt tokens; NaN: none checked
         ("reported_share", pa.float64()),  # the server's cached / prompt tokens; NaN: none reported
         ("reconstructed_share", pa.float64()),  # the profile's hits / rebuilt prompt tokens, same calls
-        ("estimate", pa.float64()),  # the gap: reconstructed − reported share
+        # reported hits beyond any prefix of the run's own earlier prompts / the server's prompt
+        # tokens: what no within-run model explains (other runs' blocks on the same server)
+        ("cross_run_share", pa.float64()),
+        ("estimate", pa.float64()),  # the gap: reconstructed − (reported − cross-run) share
         ("ci_low", pa.float64()),
         ("ci_high", pa.float64()),
         ("n_undefined", pa.int32()),  # resamples without a reported call

@@ -550,6 +550,7 @@ def cache_validation(st: StatsTables) -> Table:
                    align="r"),
             Column("reported", "Reported cached %", data="reported_share", show=_share, align="r"),
             Column("reconstructed", "Reconstructed cached %", data="reconstructed_share", show=_share, align="r"),
+            Column("cross_run", "Cross-run cached %", data="cross_run_share", show=_share, align="r"),
             Column("gap", f"Gap, pp {ci}", data=("gap", "gap_ci_low", "gap_ci_high"), cell=_gap(st.settings.resamples),
                    align="r"),
             Column(data=("n_undefined", "runs_without_reports")),
@@ -579,7 +580,10 @@ def cache_validation(st: StatsTables) -> Table:
         "cached: the server's cached tokens (prompt_tokens_details.cached_tokens, prompt_cache_hit_tokens "
         "or cache_read_input_tokens) over its prompt_tokens; reconstructed: the profile's cache hits over the "
         "rebuilt prompts' tokens on the same calls; each summed over tasks of each task's mean over its runs "
-        "(every analysed run). Gap: reconstructed − reported, in percentage points, with a paired bootstrap "
+        "(every analysed run). Cross-run cached: the server's cached tokens beyond the longest prefix any "
+        "earlier prompt of the same run shares, over its prompt_tokens: hits no within-run reconstruction "
+        "can explain (another run's blocks on the same server, docs/cost.md), left out of the gap. "
+        "Gap: reconstructed − (reported − cross-run), in percentage points, with a paired bootstrap "
         "CI (both shares on the same resampled tasks); above 0 the profile expects more cache hits than the "
         "server gave. Cost rec./rep.: the profile's caching-aware cost of those calls over the same calls "
         "priced at its prices from the server's counts (cached and written tokens as reported: a server "

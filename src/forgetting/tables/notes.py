@@ -60,7 +60,10 @@ class NoteContext:
 def cache_rules(profile: Any) -> tuple[str, ...]:
     """A pricing profile's departures from the paper's lower bound, as short phrases."""
     rules = []
-    if profile.min_prefix or profile.increment != 1:
+    if getattr(profile, "increment_from_server", False):
+        rules.append(f"hits from {profile.min_prefix} tokens in steps of the server's KV block as each call log "
+                     f"recorded it ({profile.increment} where none was recorded)")
+    elif profile.min_prefix or profile.increment != 1:
         rules.append(f"hits from {profile.min_prefix} tokens in steps of {profile.increment}")
     if profile.recompute_last_token:
         rules.append("the last token of a full hit recomputed")

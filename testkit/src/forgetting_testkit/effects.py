@@ -219,6 +219,7 @@ def synthetic_tables(
                 ("reported_calls", 0),
                 ("reported_cached_tokens", None),
                 ("reconstructed_cached_tokens", None),
+                ("cross_run_cached_tokens", None),
                 ("cache_agreement", None),
                 ("reported_prompt_tokens", None),
                 ("reconstructed_prompt_tokens", None),

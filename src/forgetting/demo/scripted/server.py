@@ -59,6 +59,16 @@ def _handler(model: ScriptedModel) -> type[BaseHTTPRequestHandler]:
             path = self.path.split("?", 1)[0].rstrip("/")
             if path in ("/health", "/v1/health"):
                 self._send(200, {"status": "ok", "model": model.served_name, "stand_in": STAND_IN})
+            elif path == "/metrics":
+                # its prefix cache's block, as vLLM publishes it (an info gauge whose labels are
+                # the cache config: vLLM's vllm/v1/metrics/loggers.py), read by the batch
+                text = (f'vllm:cache_config_info{{block_size="{model.cache.block_size}",'
+                        'enable_prefix_caching="True"} 1.0\n').encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(text)))
+                self.end_headers()
+                self.wfile.write(text)
             elif path == "/v1/models":
                 self._send(
                     200,

@@ -1,0 +1,138 @@
+"""Prompts counted by the served model (:mod:`forgetting.served_format`): a model directory's
+own tokenizer and chat template, rendered as vLLM renders a chat request, block by block, and
+recorded in the call log so that the cost stage prices them without a flag."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from forgetting.calllog import read_call_log
+from forgetting.cost import cost_run, load_profiles
+from forgetting.deletion import reduce_history
+from forgetting.errors import ConfigError
+from forgetting.grid import paper_configuration
+from forgetting.proxy import start_proxy
+from forgetting.runner.counting import counting_for
+from forgetting.served_format import Counting, ServedFormat, TemplateError, load
+from forgetting_testkit.fakes.openai_upstream import FakeUpstream
+from forgetting_testkit.histories import ACTIONS
+from forgetting_testkit.proxy_client import FAST, TOOLS, drive
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
+SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]
+# a template with a default system prompt, as SmolLM2's own
+OWN_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    """A model directory with a small byte-level BPE trained here and a ChatML template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    d = tmp_path_factory.mktemp("model")
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    corpus = [f"line {i}: value_{i} = compute({i}) # 中文 note; cat file.py && ls -la\n" for i in range(200)]
+    tok.train_from_iterator(corpus, trainer)
+    tok.save(str(d / "tokenizer.json"))
+    (d / "tokenizer_config.json").write_text(json.dumps(
+        {"chat_template": OWN_TEMPLATE, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>"}))
+    (d / "config.json").write_text("{}")
+    return d
+
+
+def whole(fmt: ServedFormat, messages, tools=None) -> list[int]:
+    """The prompt as vLLM tokenizes it: the whole rendered text at once."""
+    return fmt._tok.encode(fmt.render(messages, tools), add_special_tokens=False).ids
+
+
+def history(style: str, turns: int) -> list[dict]:
+    out: list[dict] = [{"role": "system", "content": "You solve tasks."}, {"role": "user", "content": "Fix it."}]
+    for k in range(turns):
+        if style == "tool_calls":
+            out.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{k}", "type": "function", "function": {"name": "bash", "arguments": json.dumps(
+                    {"command": f"cat file_{k}.py"})}}]})
+            out.append({"role": "tool", "tool_call_id": f"c{k}", "content": f"value_{k} = compute({k}) # 中文"})
+        else:
+            out.append({"role": "assistant", "content": f"Look.\n```mswea_bash_command\ncat file_{k}.py\n```"})
+            out.append({"role": "user", "content": f"<output>value_{k} = compute({k})</output>"})
+    return out
+
+
+@pytest.mark.parametrize("style", ["tool_calls", "text"])
+def test_the_blocks_concatenate_to_the_whole_prompt_as_the_server_tokenizes_it(model_dir, style):
+    fmt = load(str(model_dir), str(TEMPLATE))
+    tools = TOOLS if style == "tool_calls" else None
+    msgs = history(style, 5)
+    ids = fmt.prompt_token_ids(msgs, tools)
+    assert ids == whole(fmt, msgs, tools)
+    blocks = fmt.blocks(msgs, tools)
+    assert [b.role for b in blocks] == [m["role"] for m in msgs]  # one block per message
+    assert fmt.generation_ids == fmt._tok.encode("<|im_start|>assistant\n", add_special_tokens=False).ids
+    if style == "tool_calls":  # vLLM hands the template each call's arguments as an object
+        assert '[bash(command="cat file_0.py")]' in blocks[2].text
+        assert '"name": "bash"' in blocks[0].text  # the tools in the system block
+
+
+def test_a_block_the_template_adds_is_implicit_and_a_missing_tokenizer_is_one_error(model_dir, tmp_path):
+    fmt = load(str(model_dir))  # the directory's own template: a default system prompt
+    msgs = [{"role": "user", "content": "hi"}]
+    blocks = fmt.blocks(msgs, None)
+    assert [b.role for b in blocks] == ["system", "user"]
+    assert fmt.prompt_token_ids(msgs, None) == whole(fmt, msgs)
+    with pytest.raises(TemplateError, match="failed"):
+        fmt.blocks([{"role": "user", "content": None}], None)  # its template fails on null content
+    with pytest.raises(ConfigError, match=r"no tokenizer\.json"):
+        load(str(tmp_path))
+
+
+@pytest.mark.parametrize("style", ["tool_calls", "text"])
+def test_the_proxy_logs_the_served_count_and_the_cost_stage_prices_it(model_dir, tmp_path, style):
+    fmt = load(str(model_dir), str(TEMPLATE))
+    d, seed = paper_configuration("delayed-turn-tool_output-100"), 7
+    tools = TOOLS if style == "tool_calls" else None
+    with (
+        FakeUpstream(style=style) as up,
+        start_proxy(up.url, d, seed, tmp_path, "mini/x/t/1", settings=FAST, actions=ACTIONS[style],
+                    counting=Counting("served", fmt), server_info={"kv_block_size": 32, "source": "test"}) as px,
+    ):
+        sent = drive(px.url, style, 6)
+    log = read_call_log(tmp_path / "calls.jsonl")
+    assert log.prompt_count == "served" and log.kv_block_size == 32
+    assert log.header["prompt_count"]["generation_prompt_ids"] == fmt.generation_ids
+    assert log.header["tokenizer"].startswith("served:")
+    for history_k, call in zip(sent, log.calls, strict=True):
+        reduced = reduce_history(history_k, d, seed, actions=ACTIONS[style]).messages
+        assert log.prompt_ids(call) == whole(fmt, reduced, tools)
+        assert log.messages(call) == reduced
+    result = cost_run(tmp_path / "calls.jsonl", load_profiles(None, ["vllm-blocks"]))
+    assert result.prompt_count == "served" and result.kv_block_size == 32
+    assert result.profiles[0].increment == 32  # the block the call log read from the server
+    rows = result.calls.to_pylist()
+    assert [r["prompt_tokens"] for r in rows] == [len(log.prompt_ids(c)) for c in log.calls]
+
+
+def test_auto_counting_follows_the_backend(model_dir, tmp_path):
+    assert counting_for({"backend": "scripted", "name": "s"}) == Counting("served")
+    assert counting_for({"backend": "endpoint", "name": "m"}) == Counting("approximation")
+    assert counting_for({"backend": "vllm", "name": str(model_dir), "tokenizer": "qwen2.5"}).method == "approximation"
+    served = counting_for({"backend": "vllm", "name": str(model_dir), "chat_template": str(TEMPLATE)})
+    assert served.method == "served" and served.served is not None
+    assert served.served.files.template_source == TEMPLATE
+    ep = counting_for({"backend": "endpoint", "name": "m", "tokenizer_dir": str(model_dir)})
+    assert ep.served is not None and ep.served.files.template_source == model_dir / "tokenizer_config.json"
+    with pytest.raises(ConfigError, match=r"model\.tokenizer_dir"):
+        counting_for({"backend": "vllm", "name": "org/not-here", "vllm": {"model_dir": str(tmp_path)}})
