@@ -48,6 +48,12 @@ class Tally:
         return found
 
 
+    def count(self, surface: str, klass: str = GENERAL) -> None:
+        """Count one case checked in process, not through a command (no outcome to judge)."""
+        self.cases[surface] += 1
+        self.classes[klass or GENERAL] += 1
+
+
 TALLY = Tally()
 
 
