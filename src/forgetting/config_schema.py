@@ -69,6 +69,8 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
         return f"{key}: {error.message}; allowed keys: {', '.join(allowed)}"
     if error.validator == "enum":
         return f"{key}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator in ("pattern", "minLength") and "x-pattern-says" in error.schema:
+        return f"{key}: {error.instance!r} {error.schema['x-pattern-says']}"
     if error.validator == "oneOf":
         kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
         return f"{key}: {error.instance!r} has the wrong form; expected one of {kinds}"

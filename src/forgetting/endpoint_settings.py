@@ -21,8 +21,18 @@ from forgetting.errors import ConfigError
 
 
 def check_base_url(url: str, key: str = "model.endpoint.base_url") -> str:
-    """An http(s) URL with a host and no credentials or query in it; returned unchanged."""
-    parts = urlsplit(url)
+    """An http(s) URL with a host and no credentials, query, space or control character in it;
+    returned unchanged."""
+    odd = next((c for c in url if c.isspace() or not c.isprintable()), None)
+    if odd is not None:
+        where = "at its end" if url.rstrip() != url and odd.isspace() else f"at offset {url.index(odd)}"
+        raise ConfigError(f"{key}: {url!r} holds a space or control character ({odd!r} {where}); "
+                          "give the URL alone, such as https://api.example.com/v1")
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL": a bracket not closed
+        raise ConfigError(f"{key}: {url!r} is not a URL ({exc}); "
+                          "an IPv6 host is written in brackets, such as http://[::1]:8000/v1") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"{key}: {url!r} is not an http(s) URL such as https://api.example.com/v1")
     if parts.username or parts.password:
