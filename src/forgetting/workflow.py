@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forgetting.atomic import is_disk_full
 from forgetting.config import Study, read_yaml, study_from_mapping
 from forgetting.config_schema import error_line, first_error, load_schema
 from forgetting.containers import check_paths
@@ -125,17 +126,19 @@ def batch_of(study: Study, wildcards: Any) -> Batch:
 @contextlib.contextmanager
 def job(smk: Any) -> Iterator[None]:
     """The body of a rule's ``script:`` (every ``workflow/scripts/*.py`` runs in one): a
-    :class:`~forgetting.errors.UserError` ends the job with its one line ``error: …`` on
-    stderr and in the rule's log, and exit status 2 — no traceback. Any other exception is a
-    bug and keeps its traceback."""
+    :class:`~forgetting.errors.UserError`, or a full disk (:func:`forgetting.atomic.is_disk_full`),
+    ends the job with its one line ``error: …`` on stderr and in the rule's log, and exit
+    status 2 — no traceback. Any other exception is a bug and keeps its traceback."""
     try:
         yield
-    except UserError as exc:
-        line = f"error: {exc}"
+    except (UserError, OSError) as exc:
+        if isinstance(exc, OSError) and not is_disk_full(exc):
+            raise
+        line = f"error: {exc}" if isinstance(exc, UserError) else f"error: {exc.filename}: {exc.strerror}"
         for log in list(getattr(smk, "log", None) or []):
             _append_once(Path(str(log)), line)
         print(line, file=sys.stderr, flush=True)
-        raise SystemExit(exc.exit_code) from None
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
 
 
 def _append_once(path: Path, line: str) -> None:
