@@ -309,3 +309,19 @@ def test_a_key_given_twice_in_a_configfile_stops_the_workflow(tmp_path, tally) -
                           env=cli_env(), capture_output=True, text=True, timeout=600)
     line = _one_line(tally, "duplicate YAML key", proc)
     assert str(config) in line and "'agents' given twice" in line, line
+
+
+@pytest.mark.slow
+def test_a_missing_configfile_is_snakemakes_own_traceback_and_the_readme_says_so(tmp_path) -> None:
+    """Snakemake reads --configfile before the Snakefile runs: no check of ours can come first,
+    so README.md says what the user sees, and what to run instead."""
+    missing = tmp_path / "nope.yaml"
+    proc = subprocess.run(snakemake_cmd("-n", "--cores", "1", "--configfile", str(missing)), cwd=ROOT,
+                          env=cli_env(), capture_output=True, text=True, timeout=600)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "FileNotFoundError" in said and str(missing) in said
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "a `--configfile` that does not exist is read by Snakemake itself" in readme
+    assert "`FileNotFoundError: … No such file or directory`" in readme
+    done = run_main(["plan", str(missing)])
+    assert done.returncode == 2 and done.stderr.strip() == f"error: {missing}: config file not found"
