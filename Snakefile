@@ -23,7 +23,13 @@ if not workflow.overwrite_configfiles:
 
 
 # our own check first: it names the bad key in one line and stops before any job
-PLAN = load(config, workflow.basedir, source=", ".join(map(str, workflow.configfiles)) or "config")
+PLAN = load(
+    config,
+    workflow.basedir,
+    source=", ".join(map(str, workflow.configfiles)) or "config",
+    configfiles=workflow.configfiles,
+    overrides=workflow.config_settings.config,
+)
 validate(config, "workflow/schemas/config.schema.yaml")
 RESULTS = PLAN.results
 

@@ -31,6 +31,7 @@ from forgetting.plan import plan_batches, plan_runs
 from forgetting_testkit import evaltask
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.studies import BATCH_FILES, paper_config, synthetic_study
+from forgetting_testkit.trajectories import write_run_json
 
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:2]
 TARGET = f"mini/delayed-turn-tool_output-50/{TASKS[0]}/1"
@@ -214,7 +215,7 @@ def eval_study(tmp_path, monkeypatch):
         d = Layout(study.results_dir).run_dir(run.run_id)
         d.mkdir(parents=True)
         (d / "patch.diff").write_text(evaltask.patch("gold"))
-        (d / "run.json").write_text(json.dumps({"run_id": run.run_id}))
+        write_run_json(d, seed=run.seed)
     return path, study, batch
 
 
@@ -297,7 +298,7 @@ def test_a_corrupt_dataset_file_stops_the_evaluation_before_any_work(eval_study,
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     (d / "patch.diff").write_text("diff --git a/x b/x\n")
-    (d / "run.json").write_text("{}")
+    write_run_json(d)
     (d / "eval.json").write_text('{"kept": true}\n')
     with pytest.raises(ResourceError, match=rf"^{jsonl}: line 2 is not valid JSON"):
         evaluate_batch(sw, sw_batch, manifest=tmp_path / "sw-manifest.json")

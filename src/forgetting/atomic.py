@@ -24,6 +24,27 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
+#: what a write that ran out of room says (errno, and the words pyarrow's errors carry)
+FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_FULL_WORDS = {"No space left on device": errno.ENOSPC, "Disk quota exceeded": errno.EDQUOT}
+
+
+def _disk_full(exc: BaseException, target: Path) -> OSError | None:
+    """``exc`` as a plain ``OSError(ENOSPC or EDQUOT, why, target)`` when it says the disk (or
+    the quota) is full — pyarrow's own error carries neither the errno nor the file — else None.
+    The command line and a workflow job report it as one line (:func:`is_disk_full`)."""
+    if not isinstance(exc, OSError):
+        return None
+    code = exc.errno if exc.errno in FULL_ERRNOS else next((c for w, c in _FULL_WORDS.items() if w in str(exc)), None)
+    if code is None:
+        return None
+    return OSError(code, f"{os.strerror(code)}; nothing was replaced — free space there and rerun", str(target))
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is a write that ran out of room (never a bug: one line, status 2)."""
+    return isinstance(exc, OSError) and exc.errno in FULL_ERRNOS
+
 
 class NotARegularFile(OSError):
     """The target of a write exists and is not a regular file (an :class:`OSError` on that path:
@@ -82,9 +103,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        full = _disk_full(exc, target)
+        if full is not None:
+            raise full from None
         raise
 
 
@@ -109,10 +133,13 @@ def atomic_paths(paths: Sequence[str | os.PathLike[str]]) -> Iterator[list[Path]
         yield list(temps)
         for tmp, target in zip(temps, targets, strict=True):
             os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         for tmp in temps:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+        full = _disk_full(exc, targets[0]) if targets else None
+        if full is not None:
+            raise full from None
         raise
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from forgetting import __version__
+from forgetting.atomic import is_disk_full
 from forgetting.errors import UserError
 
 #: subcommand modules under forgetting.commands, in the order --help lists them
@@ -95,8 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 def exit_status(command: Callable[[], int | None], args: argparse.Namespace | None = None) -> int:
     """Carry out a command: its exit status, a :class:`~forgetting.errors.UserError` as one
     ``error:`` line and its status (2), an interrupt as 130, a closed pipe (``| head``) as 0,
-    an :class:`OSError` on a path ``args`` names (:func:`named_paths`) as one ``error:`` line
-    and status 2."""
+    an :class:`OSError` on a path ``args`` names (:func:`named_paths`), or a full disk
+    anywhere (:func:`forgetting.atomic.is_disk_full`), as one ``error:`` line and status 2."""
     try:
         return int(command() or 0)
     except UserError as exc:
@@ -108,6 +109,9 @@ def exit_status(command: Callable[[], int | None], args: argparse.Namespace | No
     except BrokenPipeError:
         return 0
     except OSError as exc:
+        if is_disk_full(exc):  # wherever it is, a full disk is no bug
+            print(f"error: {exc.filename or 'a write'}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         path = None if args is None else _user_path(exc, named_paths(args))
         if path is None:
             raise

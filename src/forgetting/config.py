@@ -33,6 +33,14 @@ from forgetting.tasks import load_task_ids
 
 #: the most runs a study may plan (the paper's: 9,400): its run table is built in memory
 MAX_RUNS = 1_000_000
+#: the keys whose values are paths (files or directories the study reads or writes)
+PATH_KEYS: tuple[str, ...] = (
+    "study.results_dir", "tasks.ids_file", "dataset.instances", "model.vllm.apptainer_image",
+    "model.vllm.model_dir", "model.endpoint.address_file", "agent.mini.config_file", "agent.mini.apptainer_image",
+    "agent.mini-text.config_file", "agent.mini-text.apptainer_image", "agent.trae.apptainer_image",
+    "agent.trae.install_dir", "execution.scratch_dir", "evaluation.image_dir", "containers.image_dir",
+    "analysis.label_rules", "pricing.dir",
+)
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
@@ -69,6 +77,18 @@ class Study:
         """Resolve a path from the config against the project root."""
         p = Path(value)
         return p if p.is_absolute() else self.root / p
+
+    def config_paths(self) -> list[Path]:
+        """Every path the config names (:data:`PATH_KEYS`; ``~`` and ``$VARS`` expanded),
+        resolved against the project root: an OSError there is the user's to fix."""
+        out = []
+        for key in PATH_KEYS:
+            node: Any = self.raw
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, Mapping) else None
+            if isinstance(node, str) and node:
+                out.append(self.path(os.path.expandvars(os.path.expanduser(node))))
+        return out
 
     @property
     def deletion_configurations(self) -> tuple[Deletion, ...]:

@@ -16,8 +16,10 @@ each ``if`` the object matches, as Snakemake's validation does.
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,8 @@ def error_line(error: jsonschema.ValidationError, prefix: str = "") -> str:
         return f"{key}: {error.message}; allowed keys: {', '.join(allowed)}"
     if error.validator == "enum":
         return f"{key}: {error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator in ("pattern", "minLength") and "x-pattern-says" in error.schema:
+        return f"{key}: {error.instance!r} {error.schema['x-pattern-says']}"
     if error.validator == "oneOf":
         kinds = [s.get("type") or s.get("enum") for s in error.validator_value]
         return f"{key}: {error.instance!r} has the wrong form; expected one of {kinds}"
@@ -78,9 +82,39 @@ def _validator(path: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(load_schema() if path == "" else schema_at(path))
 
 
+def non_finite(value: Any) -> tuple[list[Any], float] | None:
+    """The path to the first number in ``value`` that is not finite (YAML ``.nan``, ``.inf``,
+    ``-.inf``) and that number, or None. jsonschema's bounds cannot refuse them (every
+    comparison with NaN is false; JSON has no infinity), so they are refused here, for every
+    key at once, before any key's own check (iterative: a deep document cannot exhaust the stack)."""
+    stack: list[tuple[Any, list[Any]]] = [(value, [])]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, float) and not math.isfinite(node):
+            return where, node
+        if isinstance(node, dict):
+            stack.extend((v, [*where, k]) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, [*where, i]) for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def spelt(number: float) -> str:
+    """A non-finite number as YAML writes it (``.nan``, ``.inf``, ``-.inf``)."""
+    return ".nan" if math.isnan(number) else (".inf" if number > 0 else "-.inf")
+
+
 def first_error(config: Any, path: str = "") -> jsonschema.ValidationError | None:
     """The error of ``config`` under the schema of ``path`` (``""``: the whole config) that is
-    reported: the shallowest, then by path."""
+    reported: a number that is not finite anywhere in it first (:func:`non_finite`), then the
+    shallowest, then by path."""
+    bad = non_finite(config)
+    if bad is not None:
+        where, number = bad
+        return jsonschema.ValidationError(
+            f"{spelt(number)} is not a finite number (NaN and infinities are refused)",
+            validator="finite", path=collections.deque(where), instance=number,
+        )
     errors = sorted(_validator(path).iter_errors(config), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     return errors[0] if errors else None
 

@@ -27,12 +27,19 @@ def without_credentials(url: str) -> str:
 
 
 def check_base_url(url: str, key: str = "model.endpoint.base_url") -> str:
-    """An http(s) URL with a host and no credentials or query in it; returned unchanged. No
-    message repeats the credentials (``key``: the option or field named in the message)."""
+    """An http(s) URL with a host and no credentials, query, space or control character in it;
+    returned unchanged. No message repeats the credentials (``key``: the option or field named
+    in the message)."""
+    odd = next((c for c in url if c.isspace() or not c.isprintable()), None)
+    if odd is not None:
+        where = "at its end" if url.rstrip() != url and odd.isspace() else f"at offset {url.index(odd)}"
+        raise ConfigError(f"{key}: {without_credentials(url)!r} holds a space or control character ({odd!r} {where}); "
+                          "give the URL alone, such as https://api.example.com/v1")
     try:
         parts = urlsplit(url)
-    except ValueError as exc:  # a malformed IPv6 address
-        raise ConfigError(f"{key}: {without_credentials(url)!r} is not an http(s) URL ({exc})") from None
+    except ValueError as exc:  # "Invalid IPv6 URL": a bracket not closed
+        raise ConfigError(f"{key}: {without_credentials(url)!r} is not a URL ({exc}); "
+                          "an IPv6 host is written in brackets, such as http://[::1]:8000/v1") from None
     if "@" in parts.netloc:
         raise ConfigError(f"{key}: the URL holds credentials; put the API key in an environment variable "
                           "and name it in model.endpoint.api_key_env")

@@ -152,10 +152,33 @@ def check_depth(value: Any, source: str, *, limit: int = MAX_DEPTH, error: type[
     return value
 
 
+class _Loader(yaml.SafeLoader):
+    """The safe loader, refusing a mapping that names one key twice (YAML says keys are
+    unique; PyYAML keeps the last silently). A merge key (``<<: *base``) may still override."""
+
+
+def _unique_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"the key {key!r} given twice, first on line {seen[key] + 1}", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def parse_yaml(text: str, source: str, *, error: type[UserError] = UserError) -> Any:
-    """YAML text → Python (safe loader); a syntax error is one line naming ``source`` and the line."""
+    """YAML text → Python (safe loader); a syntax error or a key given twice in one mapping is
+    one line naming ``source`` and the line."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_Loader)  # a subclass of the safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f": line {mark.line + 1}" if mark is not None else ""

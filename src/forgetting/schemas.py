@@ -11,10 +11,16 @@ row — ``run_id`` for a run, ``run_id`` + ``call`` for a model call, … . The 
 file's schema metadata, and :func:`read_dataset` and :func:`write_dataset` refuse a table in
 which two rows share a key, or a key column is null, with one line naming the file, the key
 and an example.
+
+Every number of the run datasets and the plan is a count, a cost, a share, a seed or a time:
+finite and not negative (:data:`SIGNED` names the one exception). :func:`read_dataset` refuses
+a value out of that range — a negative cost, a NaN — naming the file, the row and the column,
+so that no such value reaches a table.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -205,6 +211,50 @@ DATASETS: dict[str, pa.Schema] = {
 }
 
 
+#: the numeric columns of the run datasets that may be negative (server − rebuilt prompt tokens)
+SIGNED = frozenset({"prompt_token_difference"})
+
+
+def _range_checked(schema: pa.Schema) -> bool:
+    """Whether ``schema`` is one of the run datasets' or the plan's (whose numbers are all
+    counts, costs, shares, seeds or times)."""
+    return any(schema.equals(s, check_metadata=True) for s in (*DATASETS.values(), PLAN_SCHEMA))
+
+
+def value_problem(table: pa.Table, schema: pa.Schema) -> str | None:
+    """The first value of ``table`` (a table of ``schema``, a run dataset's) out of its range
+    — negative, or a float that is NaN or infinite — as ``row R (KEY), column C: V is …``, or
+    None. Nulls are not values (an unreported count is null)."""
+    if not _range_checked(schema) or table.num_rows == 0:
+        return None
+    first: tuple[int, str, str] | None = None
+    for field in schema:
+        if not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type)):
+            continue
+        column = table.column(field.name)
+        floating = pa.types.is_floating(field.type)
+        bad = pc.fill_null(pc.invert(pc.is_finite(column)), False) if floating else None
+        if field.name not in SIGNED:
+            negative = pc.fill_null(pc.less(column, 0), False)
+            bad = negative if bad is None else pc.or_(bad, negative)
+        if bad is None:
+            continue
+        where = pc.indices_nonzero(bad)
+        if len(where) == 0:
+            continue
+        row = where[0].as_py()
+        if first is None or row < first[0]:
+            value = column[row].as_py()
+            why = "not a finite number" if floating and not math.isfinite(value) else "negative"
+            first = (row, field.name, f"{value!r} is {why}")
+    if first is None:
+        return None
+    row, name, what = first
+    key = key_of(schema)
+    shown = f" ({', '.join(f'{k} {table.column(k)[row].as_py()!r}' for k in key)})" if key else ""
+    return f"row {row + 1}{shown}, column {name!r}: {what} (a count or cost is a finite number ≥ 0)"
+
+
 def write_table(table: pa.Table, path: str | os.PathLike[str]) -> None:
     """Write Parquet with fixed options, so equal tables give equal bytes."""
     pq.write_table(
@@ -308,7 +358,7 @@ def read_dataset(path: str | os.PathLike[str], schema: pa.Schema | None = None) 
             table = conform(table, schema, str(p))
         except (ValueError, pa.ArrowException) as exc:
             raise RunOutputError(f"{p}: does not match its declared schema ({exc})") from None
-        problem = key_problem(table, key_of(schema))
+        problem = key_problem(table, key_of(schema)) or value_problem(table, schema)
         if problem:
             raise RunOutputError(f"{p}: {problem}; regenerate it (delete it and rerun its stage)")
     return table

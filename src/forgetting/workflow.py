@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from forgetting.config import Study, study_from_mapping
+from forgetting.atomic import is_disk_full
+from forgetting.config import Study, read_yaml, study_from_mapping
+from forgetting.config_schema import error_line, first_error, load_schema
 from forgetting.containers import check_paths
-from forgetting.errors import UserError
+from forgetting.errors import ConfigError, UserError
 from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
 from forgetting.plan import Batch, Run, plan_batches, plan_runs
 from forgetting.records import is_finished
@@ -67,14 +69,38 @@ def normalize_flags(config: Any) -> None:
             config[key] = value.strip().lower() in ("true", "yes", "1")
 
 
-def load(config: Mapping[str, Any], root: str | Path = ".", source: str = "config") -> WorkflowPlan:
+def check_sources(
+    config: Mapping[str, Any], configfiles: Sequence[str | Path] = (), overrides: Mapping[str, Any] | None = None
+) -> None:
+    """What Snakemake's own reading hides, as one :class:`ConfigError` line: a config file that
+    names a key twice (Snakemake keeps the last; each file is read again through
+    :func:`forgetting.config.read_yaml`), and a bad key or value given with ``--config``
+    (``overrides``), blamed on ``--config`` rather than on the config file."""
+    for path in configfiles:
+        read_yaml(path)
+    overrides = overrides or {}
+    allowed = load_schema().get("properties") or {}
+    for key in overrides:
+        if key not in allowed:
+            raise ConfigError(f"--config {key}: not a key of the config; allowed keys: {', '.join(sorted(allowed))}")
+    error = first_error(config)
+    if error is not None and error.absolute_path and error.absolute_path[0] in overrides:
+        raise ConfigError(f"--config {error_line(error)}")
+
+
+def load(
+    config: Mapping[str, Any], root: str | Path = ".", source: str = "config", *,
+    configfiles: Sequence[str | Path] = (), overrides: Mapping[str, Any] | None = None,
+) -> WorkflowPlan:
     """The study of a Snakemake ``config``; a bad config exits with one line, status 2.
 
     Boolean flags given on the command line as strings are normalised in ``config`` itself
     (see :func:`normalize_flags`), so the Snakefile's schema validation and the rules see booleans.
+    ``configfiles`` and ``overrides`` (Snakemake's ``--config``) are checked by :func:`check_sources`.
     """
     normalize_flags(config)
     try:
+        check_sources(config, configfiles, overrides)
         study = study_from_mapping(config, source=source, root=Path(root).resolve())
         check_paths(study)  # image paths name their unset $VARIABLES here
     except UserError as exc:
@@ -155,17 +181,21 @@ def batch_of(study: Study, wildcards: Any) -> Batch:
 @contextlib.contextmanager
 def job(smk: Any) -> Iterator[None]:
     """The body of a rule's ``script:`` (every ``workflow/scripts/*.py`` runs in one): a
-    :class:`~forgetting.errors.UserError` ends the job with its one line ``error: …`` on
-    stderr and in the rule's log, and exit status 2 — no traceback. Any other exception is a
-    bug and keeps its traceback. Ctrl-C (SIGINT, which a terminal sends the whole process
-    group, so every job gets it) ends the job with one line saying so and status 130, no
-    traceback."""
+    :class:`~forgetting.errors.UserError`, or a full disk (:func:`forgetting.atomic.is_disk_full`),
+    ends the job with its one line ``error: …`` on stderr and in the rule's log, and exit
+    status 2 — no traceback. Any other exception is a bug and keeps its traceback. Ctrl-C
+    (SIGINT, which a terminal sends the whole process group, so every job gets it) ends the
+    job with one line saying so and status 130, no traceback."""
     try:
         yield
     except UserError as exc:
         _stop(smk, f"error: {exc}", exc.exit_code)
     except KeyboardInterrupt:
         _stop(smk, stop_line(KeyboardInterrupt()), 130)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        _stop(smk, f"error: {exc.filename}: {exc.strerror}", 2)
 
 
 def _stop(smk: Any, line: str, code: int) -> NoReturn:

@@ -81,10 +81,11 @@ RUNS = {
     "forgetting-synth config/config.yaml --out /tmp/synth-small --runs 60",
 }
 #: snakemake lines that need a finished study: the dry run must stop at its missing datasets only
+#: (they run exactly as written, no ``-n`` added: a finished study's command stops at once here)
 NEEDS_RESULTS = {
-    "snakemake analysis --allowed-rules stats tables figures analysis":
+    "snakemake --cores 2 analysis --allowed-rules stats tables figures analysis":
         "the tables and figures of a finished study: its results/datasets/",
-    "snakemake analysis --allowed-rules stats tables figures analysis --report results/report.html":
+    "snakemake --cores 2 analysis --allowed-rules stats tables figures analysis --report results/report.html":
         "the report of a finished study: its results/datasets/",
 }
 #: snakemake lines that regenerate from run outputs the checkout may not have: without them the
@@ -310,13 +311,31 @@ def _rules() -> set[str]:
     return set(re.findall(r"^(?:local)?rule (\w+):", text, re.MULTILINE))
 
 
-def _snakemake_argv(words: list[str]) -> list[str]:
+def _snakemake_argv(words: list[str], line: str) -> list[str]:
+    """The line's argv as it is run: exactly as written when it needs a finished study (it stops
+    at the missing datasets before any job); otherwise dry-run (``-n``: the line would run the
+    study), its profile's software deployment swapped for Apptainer's where conda is missing."""
     argv = [bin_path("snakemake"), *words[1:]]
+    if line in NEEDS_RESULTS:
+        return argv
     if "-n" not in argv:
         argv.append("-n")
     if shutil.which("conda") is None:  # as forgetting_testkit.dryrun: same DAG, nothing deployed
         argv += ["--software-deployment-method", "apptainer"]
     return argv
+
+
+def _sets_cores(words: list[str]) -> bool:
+    """Whether a snakemake line says how many cores to use, as it must to run (a dry run does
+    not ask): ``--cores``/``-c``/``--jobs``/``-j``, or a profile whose config sets them."""
+    for i, w in enumerate(words):
+        if w in ("--cores", "-c", "--jobs", "-j") or re.match(r"^(--cores=|--jobs=|-c\d|-j\d)", w):
+            return True
+        if w == "--profile" and i + 1 < len(words):
+            profile = yaml.safe_load((ROOT / words[i + 1] / "config.yaml").read_text()) or {}
+            if any(k in profile for k in ("cores", "jobs", "executor")):
+                return True
+    return False
 
 
 @pytest.fixture(scope="module")
@@ -332,9 +351,10 @@ def scratch(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def dry_runs(scratch) -> dict[str, subprocess.CompletedProcess]:
     """Every distinct snakemake line, dry-run (four at a time: each mostly waits)."""
-    lines = sorted({substitute(c.shown, scratch) for c in COMMANDS if c.program == "snakemake"})
+    shown = {substitute(c.shown, scratch): c.shown for c in COMMANDS if c.program == "snakemake"}
+    lines = sorted(shown)
     with ThreadPoolExecutor(4) as pool:
-        done = pool.map(lambda line: _run(_snakemake_argv(_words(line)[0])), lines)
+        done = pool.map(lambda line: _run(_snakemake_argv(_words(line)[0], shown[line])), lines)
     return dict(zip(lines, done, strict=True))
 
 
@@ -360,6 +380,7 @@ def _snakemake(cmd: DocCommand, scratch: Path, dry_runs: dict[str, subprocess.Co
         names.append(w)  # a target
         i += 1
     assert set(names) <= rules, f"not rules of the workflow: {sorted(set(names) - rules)}"
+    assert _sets_cores(words), f"{cmd.shown}: snakemake runs nothing without --cores (or a profile that sets them)"
     done = dry_runs[substitute(cmd.shown, scratch)]
     if cmd.shown in NEEDS_RESULTS:
         missing = re.findall(r"affected files:\n((?:\s+\S+\n?)+)", done.stdout + done.stderr)

@@ -1,6 +1,11 @@
 """The hostile-input tests' shared parts: the tally every case reports to (printed in the
-terminal summary: ``hostile inputs: N cases, 0 tracebacks, 0 hangs, 0 changed files``), and
-the inputs the cases start from (a small synthetic study in the exact on-disk format)."""
+terminal summary: ``hostile inputs: N cases, 0 tracebacks, 0 hangs, 0 changed files``, then
+the cases by surface and by class), and the inputs the cases start from (a small synthetic
+study in the exact on-disk format).
+
+A case's *class* is the kind of hostility it stands for (``non-finite number``, ``duplicate
+YAML key``, ``full disk``, …): ``tally.record(surface, outcome, klass=...)``. A case that names
+none is counted under ``general``, so every file's cases land somewhere in the summary."""
 
 from __future__ import annotations
 
@@ -15,25 +20,38 @@ import pytest
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.hostile import Outcome, problems
 
+#: the class of a case that names none
+GENERAL = "general"
+
 
 @dataclass
 class Tally:
     cases: Counter[str] = field(default_factory=Counter)
+    classes: Counter[str] = field(default_factory=Counter)
     tracebacks: int = 0
     hangs: int = 0
     changed: int = 0
     bad: int = 0
 
-    def record(self, surface: str, outcome: Outcome, *, expect: str = "any", more: list[str] = ()) -> list[str]:
-        """Count one case under ``surface`` and return what is wrong with it (``more``: what
-        the caller found besides)."""
+    def record(
+        self, surface: str, outcome: Outcome, *, expect: str = "any", more: list[str] = (), klass: str = GENERAL
+    ) -> list[str]:
+        """Count one case under ``surface`` and its class ``klass`` and return what is wrong
+        with it (``more``: what the caller found besides)."""
         self.cases[surface] += 1
+        self.classes[klass or GENERAL] += 1
         self.tracebacks += outcome.traceback is not None
         self.hangs += outcome.hang
         self.changed += bool(outcome.changed)
         found = [*problems(outcome, expect=expect), *more]
         self.bad += bool(found)
         return found
+
+
+    def count(self, surface: str, klass: str = GENERAL) -> None:
+        """Count one case checked in process, not through a command (no outcome to judge)."""
+        self.cases[surface] += 1
+        self.classes[klass or GENERAL] += 1
 
 
 TALLY = Tally()
@@ -54,6 +72,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     )
     terminalreporter.write_line(
         "hostile inputs by surface: " + ", ".join(f"{k} {v}" for k, v in sorted(TALLY.cases.items()))
+    )
+    terminalreporter.write_line(
+        f"hostile inputs by class ({len(TALLY.classes)} classes): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(TALLY.classes.items()))
     )
 
 

@@ -7,6 +7,7 @@ property-based ones (hypothesis); they run in this process through ``forgetting.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import socket
 from collections.abc import Callable, Iterator
@@ -45,13 +46,16 @@ class Case:
     surface: str
     name: str
     build: Callable[[Any, Path], Spec]
+    klass: str = "general"  # the kind of hostility, counted in the summary (tests/hostile/conftest.py)
 
     @property
     def id(self) -> str:
         return f"{self.surface}: {self.name}"
 
 
-def check(world: Any, tmp: Path, tally: Any, surface: str, spec: Spec, *, process: bool = False) -> None:
+def check(
+    world: Any, tmp: Path, tally: Any, surface: str, spec: Spec, *, process: bool = False, klass: str = "general"
+) -> None:
     roots = [tmp, world.study]
     before = snapshot(*roots)
     with without_dac_override() if spec.perms else _nothing() as enforced:
@@ -59,7 +63,7 @@ def check(world: Any, tmp: Path, tally: Any, surface: str, spec: Spec, *, proces
             pytest.skip("file permissions cannot be enforced here")
         outcome = run_subprocess(spec.argv) if process else run_main(spec.argv)
     outcome.changed = changed(before, snapshot(*roots), spec.allowed)
-    found = tally.record(surface, outcome, expect=spec.expect)
+    found = tally.record(surface, outcome, expect=spec.expect, klass=klass)
     assert not found, f"{spec.argv}: " + "; ".join(found)
     for fragment in spec.says:
         assert fragment in outcome.stderr, outcome.stderr
@@ -684,14 +688,22 @@ def _collect_corrupt(world: Any, d: Path) -> Spec:
     return Spec(["collect", str(study / "study.yaml")], says=("have no readable output",))
 
 
+def _classed(klass: str, cases: Iterator[Case]) -> list[Case]:
+    return [dataclasses.replace(c, klass=klass) for c in cases]
+
+
 CASES: list[Case] = [
-    *config_cases(), *schema_cases(), *set_cases(), *out_cases(), *label_cost_cases(), *other_cases(),
+    *_classed("malformed config file", config_cases()),
+    *_classed("config value wrongly typed or out of range", schema_cases()),
+    *_classed("malformed --set", set_cases()), *_classed("unusable output path", out_cases()),
+    *_classed("malformed run output or rule table", label_cost_cases()),
+    *_classed("bad option or input file", other_cases()),
 ]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_a_hostile_input_ends_in_one_error_line(case: Case, world: Any, tmp_path: Path, tally: Any) -> None:
-    check(world, tmp_path, tally, case.surface, case.build(world, tmp_path))
+    check(world, tmp_path, tally, case.surface, case.build(world, tmp_path), klass=case.klass)
 
 
 #: a representative subset, run as real processes (`python -m forgetting …`): what a user's shell sees
@@ -710,7 +722,8 @@ AS_PROCESSES = {
 @pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if c.id in AS_PROCESSES], ids=lambda c: c.id)
 def test_a_hostile_input_as_a_real_process(case: Case, world: Any, tmp_path: Path, tally: Any) -> None:
-    check(world, tmp_path, tally, f"process: {case.surface}", case.build(world, tmp_path), process=True)
+    check(world, tmp_path, tally, f"process: {case.surface}", case.build(world, tmp_path), process=True,
+          klass=case.klass)
 
 
 def test_the_table_covers_every_command_and_counts_at_least_300() -> None:
@@ -760,7 +773,8 @@ def test_any_field_of_a_trajectory_replaced_by_any_json(world, tmp_path, tally, 
     d = tmp_path / f"case-{tally.cases['property: trajectory']}"
     traj = write(d / "x.traj.json", json.dumps(doc, allow_nan=True))
     command = data.draw(st.sampled_from(["label", "cost"]))
-    check(world, d, tally, "property: trajectory", Spec([command, str(traj)], expect="any"))
+    check(world, d, tally, "property: trajectory", Spec([command, str(traj)], expect="any"),
+          klass="any JSON in a trajectory field")
 
 
 @PROPERTY
@@ -774,7 +788,8 @@ def test_any_field_of_a_call_log_record_replaced_by_any_json(world, tmp_path, ta
         _at(*path, value=value)(records[line])
     d = tmp_path / f"case-{tally.cases['property: call log']}"
     log = write(d / "calls.jsonl", "".join(json.dumps(r, allow_nan=True) + "\n" for r in records))
-    check(world, d, tally, "property: call log", Spec(["cost", str(log)], expect="any"))
+    check(world, d, tally, "property: call log", Spec(["cost", str(log)], expect="any"),
+          klass="any JSON in a call-log field")
 
 
 def _config_paths(doc: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -794,7 +809,8 @@ def test_any_key_of_the_config_set_to_any_value(world, tmp_path, tally, path, va
     d = tmp_path / f"case-{tally.cases['property: config']}"
     d.mkdir()
     config = demo_config(d, **{"__".join(path): value})
-    check(world, d, tally, "property: config", Spec(["plan", str(config)], expect="any"))
+    check(world, d, tally, "property: config", Spec(["plan", str(config)], expect="any"),
+          klass="any JSON as a config value")
 
 
 @PROPERTY
@@ -802,7 +818,8 @@ def test_any_key_of_the_config_set_to_any_value(world, tmp_path, tally, path, va
 def test_any_bytes_as_a_config_file(world, tmp_path, tally, data) -> None:
     d = tmp_path / f"case-{tally.cases['property: config bytes']}"
     config = write(d / "c.yaml", data)
-    check(world, d, tally, "property: config bytes", Spec(["plan", str(config)], expect="any"))
+    check(world, d, tally, "property: config bytes", Spec(["plan", str(config)], expect="any"),
+          klass="any bytes as a config file")
 
 
 @PROPERTY
@@ -811,7 +828,8 @@ def test_any_set_item(world, tmp_path, tally, key, value) -> None:
     d = tmp_path / f"case-{tally.cases['property: --set']}"
     d.mkdir()
     check(world, d, tally, "property: --set",
-          Spec(["plan", str(demo_config(d)), "--set", f"{key}={value}"], expect="any"))
+          Spec(["plan", str(demo_config(d)), "--set", f"{key}={value}"], expect="any"),
+          klass="any text as a --set item")
 
 
 def teardown_module() -> None:

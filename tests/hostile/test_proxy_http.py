@@ -131,7 +131,7 @@ def judge(p: Proxy, tally: Any, surface: str, exchange: Callable[[], tuple[int |
         problems.append(f"the proxy no longer serves: {health}")
     escaped = p.errors[failed_before:]
     outcome = Outcome([surface], 0, "", "", traceback=repr(escaped) if escaped else None, hang=not answered)
-    found = tally.record(surface, outcome, more=problems)
+    found = tally.record(surface, outcome, more=problems, klass="hostile HTTP request to the proxy")
     assert not found, found
     return status, reply
 

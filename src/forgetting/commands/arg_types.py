@@ -28,6 +28,27 @@ def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def number(minimum: float, maximum: float, *, exclusive_minimum: bool = False) -> Callable[[str], float]:
+    """A finite number in ``[minimum, maximum]`` (``(minimum, maximum]`` with
+    ``exclusive_minimum``): ``nan``, ``inf`` and ``-inf``, which ``float`` accepts, are refused."""
+    bounds = f"{'(' if exclusive_minimum else '['}{minimum:g}, {maximum:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number in {bounds}, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number in {bounds}, got {text!r}")
+        low_ok = value > minimum if exclusive_minimum else value >= minimum
+        if not (low_ok and value <= maximum):
+            raise argparse.ArgumentTypeError(f"expected a number in {bounds}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"  # what argparse names in its message
+    return parse
+
+
 def fraction(text: str) -> float:
     """A number in (0, 1]."""
     try:

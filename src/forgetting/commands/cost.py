@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.atomic import atomic_path
+from forgetting.commands import arg_types
 from forgetting.commands.common import add_allow_torn, add_command, torn_refusal, torn_warning
 from forgetting.errors import UserError
 
@@ -56,7 +57,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--run-id", help="run id for the rows (default: the call log's, or the file name)")
     p.add_argument(
         "--prompt-tolerance",
-        type=float,
+        type=arg_types.number(0, 1),
         metavar="SHARE",
         help="the prompt check: a call whose rebuilt prompt differs from the server's prompt_tokens by more "
         "than this share of them is a mismatch (default: pricing.prompt_tolerance's, 0.01)",

@@ -10,8 +10,9 @@ or for a patch file into ``--out`` (default: the patch file's directory), and pr
 A patch's evaluation never replaces what it did not write: when ``--out`` already holds an
 ``eval.json`` or ``eval/``, it stops before any work (remove them, or give another ``--out``).
 ``--errored`` evaluates again each run of the study whose ``eval.json`` is an evaluation error
-(``timeout`` or ``error``), leaves every other run as it is and rewrites the evaluation manifest
-of each batch it touched, so the next workflow run analyses those batches again.
+(``timeout`` or ``error``) or is there but unreadable (torn), leaves every other run as it is
+and rewrites the evaluation manifest of each batch it touched, so the next workflow run
+analyses those batches again.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--errored",
         action="store_true",
-        help="evaluate again every run whose evaluation errored (timeout or error), nothing else",
+        help="evaluate again every run whose evaluation errored (timeout or error) or whose eval.json is "
+        "unreadable, nothing else",
     )
     p.add_argument("--patch", help="evaluate this patch file instead of a run directory")
     p.add_argument("--instance", help="the instance id the patch is for (with --patch)")
@@ -90,6 +92,9 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
         ) from None
     if not is_finished(run_dir):
         raise UserError(f"{run_dir}: no {RUN_JSON}; the run has not finished")
+    from forgetting.evaluation.batch import check_run_record
+
+    check_run_record(run_dir, run_id)  # a run.json of the wrong shape is not evaluated anyway
     return run_id, task, run_dir / PATCH, run_dir
 
 

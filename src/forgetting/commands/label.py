@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.atomic import atomic_path
+from forgetting.commands import arg_types
 from forgetting.commands.common import add_allow_torn, torn_refusal, torn_warning
 from forgetting.errors import UserError
 
@@ -47,18 +48,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--out", help="write the rows to FILE.parquet or FILE.csv")
     p.add_argument(
         "--threshold",
-        type=float,
+        type=arg_types.number(0, 1, exclusive_minimum=True),
         default=0.8,
         help="share of a read's distinct lines seen before that makes it a re-fetch (default 0.8)",
     )
     p.add_argument(
         "--looping-window",
-        type=int,
+        type=arg_types.integer(2, 100_000),
         default=10,
         help="consecutive identical tool calls that make a run looping (default 10)",
     )
     p.add_argument(
-        "--turn-cap", type=int, help="the run's turn cap (default: from run.json or the trajectory)"
+        "--turn-cap", type=arg_types.integer(1, 100_000),
+        help="the run's turn cap (default: from run.json or the trajectory)",
     )
     p.add_argument("--rules", help="a label-rules table to use instead of the packaged one")
     p.add_argument("--call-log", help="a proxy call log (calls.jsonl) for a bare trajectory file")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -94,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        handle.stop()
+        stopped = handle.stop()  # bounded: a stuck thread does not keep the process alive
+    if not stopped:
+        print("forgetting proxy: a thread did not stop in time; every answered call is on disk", file=sys.stderr,
+              flush=True)
     print(f"forgetting proxy: stopped after {handle.calls} calls", flush=True)
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from forgetting.commands import arg_types
 from forgetting.commands.study_args import add_study_arguments, study_from_args
 
 
@@ -27,7 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--backend", default="vllm", choices=["vllm", "scripted"],
                    help="the server to start (default vllm; scripted: the demo's stand-in)")
     p.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0: every interface)")
-    p.add_argument("--port", type=int, default=0, help="port (default 0: a free one, published)")
+    p.add_argument("--port", type=arg_types.port, default=0, help="port (default 0: a free one, published)")
     p.add_argument("--advertise", default=None,
                    help="the host name batches connect to (default: this machine's name, or --host when it is one)")
     p.add_argument("--log", default=None, help="the server's log (default: model_server.log beside the address file)")

@@ -40,10 +40,12 @@ def study_from_args(args: argparse.Namespace, **extra: Any) -> Study:
 
 
 def noted(args: argparse.Namespace, study: Study) -> Study:
-    """``study``, its results directory noted as a path the user named (``args.named_paths``:
-    the command line reports an OSError there as one line, :func:`forgetting.cli.main`)."""
+    """``study``, its results directory and every path its config names noted as paths the
+    user named (``args.named_paths``: the command line reports an OSError there as one line,
+    :func:`forgetting.cli.main`)."""
     paths = getattr(args, "named_paths", None)
     if paths is None:
         paths = args.named_paths = []
     paths.append(study.results_dir)
+    paths.extend(study.config_paths())  # an OSError on a path only the config names: one line too
     return study

@@ -99,6 +99,12 @@ def wait_for_address(
 ) -> ServerAddress:
     """The address once ``path`` exists (polled every ``poll_s``), at most ``timeout_s`` from now."""
     p = Path(path)
+    for above in p.absolute().parents:  # a file where a folder of the path should be: it never appears
+        if above.exists():
+            if not above.is_dir():
+                raise AddressError(f"{p}: {above} is not a directory; the address file cannot appear there "
+                                   "(model.endpoint.address_file)")
+            break
     deadline = time.monotonic() + timeout_s
     told = False
     while not p.exists():

@@ -30,12 +30,13 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from forgetting.config import Study
 from forgetting.endpoint.address import ServerAddress, publish_address, withdraw_address
 from forgetting.endpoint.gate import gate
 from forgetting.endpoint_settings import EndpointSettings
-from forgetting.errors import ConfigError
+from forgetting.errors import ConfigError, UserError
 from forgetting.inputs import check_output_file
 from forgetting.model_server import process_backend_of, served_name_of, server_for
 
@@ -49,6 +50,39 @@ def advertised_host(bind: str) -> str:
     """The host batches connect to: the bind address, or this machine's name when it listens
     on every interface."""
     return socket.gethostname() if bind in ("0.0.0.0", "::", "") else bind
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def check_hosts(host: str, advertise: str | None) -> str:
+    """The host the address file publishes, with ``--host`` and ``--advertise`` checked before
+    any server starts: ``--host`` an IPv4 address this machine can listen on (or a name that
+    resolves to one; the servers started here listen on IPv4), ``--advertise`` a host name or
+    address a URL can hold (an IPv6 one is published in brackets) — each problem one line
+    naming the option."""
+    if ":" in host:
+        raise UserError(f"--host {host!r}: an IPv6 address; forgetting serve listens on IPv4 (give 0.0.0.0 for "
+                        "every interface, or an IPv4 address or host name of this machine)")
+    try:
+        socket.getaddrinfo(host, None, family=socket.AF_INET, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise UserError(f"--host {host!r}: not an IPv4 address to listen on ({exc}); give an address such as "
+                        "0.0.0.0, or a host name of this machine that resolves") from None
+    shown = advertise if advertise is not None else advertised_host(host)
+    option = "--advertise" if advertise is not None else "--host"
+    bad = not shown or not shown.isascii() or any(c.isspace() or not c.isprintable() or c in "/@?#[]" for c in shown)
+    if not bad:
+        try:
+            bad = urlsplit(f"http://{url_host(shown)}:8000/v1").hostname is None
+        except ValueError:  # "host:8000" read as a malformed IPv6 address
+            bad = True
+    if bad:
+        raise UserError(f"{option} {shown!r}: not a host name or address batches can connect to "
+                        "(such as gpu017, 10.0.0.7 or fd00::7; no scheme, port or path)")
+    return shown
 
 
 def server_model(study: Study, backend: str) -> dict[str, Any]:
@@ -88,13 +122,14 @@ def serve(
     if settings.address_file is None:
         raise ConfigError("model.endpoint.address_file: not set; forgetting serve publishes its address there "
                           "(and the batches read it from there)")
+    check_output_file(settings.address_file, "model.endpoint.address_file")  # before a server starts
+    shown = check_hosts(host, advertise)
     model = server_model(study, backend)
     env = key_env(settings) if backend == "vllm" else {}
     server_backend = process_backend_of(model)
     extra_env = {**server_backend.env(), **env}
     address_file = settings.address_file
     log_path = log_path or address_file.parent / "model_server.log"
-    check_output_file(address_file, "model.endpoint.address_file")  # before a server starts
     check_output_file(log_path, "--log", append=True)
     stop = stop or threading.Event()
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -120,9 +155,8 @@ def serve(
             if front is not None:
                 say(f"every request needs the key from ${settings.api_key_env}: the model server listens on "
                     f"127.0.0.1:{server_port} only, behind the key check on port {bound_port}")
-            shown = advertise or advertised_host(host)
             address = ServerAddress(
-                base_url=f"http://{shown}:{bound_port}/v1", host=shown, port=bound_port,
+                base_url=f"http://{url_host(shown)}:{bound_port}/v1", host=shown, port=bound_port,
                 model=served_name_of(model), backend=backend,
                 started=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 job_id=os.environ.get("SLURM_JOB_ID") or None, pid=os.getpid(),

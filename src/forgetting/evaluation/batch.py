@@ -22,7 +22,7 @@ from forgetting.faults import checkpoint
 from forgetting.inputs import stored_problem
 from forgetting.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.plan import Batch, Run
-from forgetting.records import is_finished
+from forgetting.records import is_finished, read_run_record
 from forgetting.seeds import bytes_hex
 
 #: manifest status of a planned run that has no finished run.json (it is not evaluated)
@@ -57,6 +57,15 @@ def _standing_entry(run_dir: Path) -> dict[str, Any]:
         return {"status": NOT_RUN, "resolved": False}
     report = read_report(run_dir / EVAL_JSON)
     return _entry(report) if report is not None else {"status": NOT_EVALUATED, "resolved": False}
+
+
+def check_run_record(run_dir: Path, run_id: str) -> None:
+    """A finished run's ``run.json`` read whole before its patch is evaluated: one of the wrong
+    shape, or another run's, is a :class:`RunOutputError` naming the file (not evaluated anyway)."""
+    record = read_run_record(run_dir / RUN_JSON)
+    if record.run_id != run_id:
+        raise RunOutputError(f"{run_dir / RUN_JSON}: the record of run {record.run_id!r}, not of {run_id!r}; "
+                             "a run directory copied or moved: rerun the run")
 
 
 def _error_report(run: Run, run_dir: Path, backend: str, reason: str) -> EvalReport:
@@ -104,6 +113,7 @@ def evaluate_batch(
             say(f"{run.run_id}: not evaluated, the run has no {RUN_JSON}")
             continue
         try:
+            check_run_record(run_dir, run.run_id)
             patch = read_patch(run_dir)
         except RunOutputError as exc:  # this run only: its report says why, the batch goes on
             entries[run.run_id] = _entry(_error_report(run, run_dir, settings.backend, str(exc)))

@@ -42,13 +42,16 @@ class RedoReport:
 
 
 def errored_runs(study: Study, batches: Sequence[Batch] | None = None) -> dict[str, list[str]]:
-    """Batch key → the run ids of that batch whose ``eval.json`` is an evaluation error."""
+    """Batch key → the run ids of that batch whose ``eval.json`` is an evaluation error, or is
+    there but unreadable (torn by a kill, say): never skipped silently, it is evaluated again."""
     layout = Layout(study.results_dir)
     out: dict[str, list[str]] = {}
     for batch in batches if batches is not None else plan_batches(study):
         for run in batch.runs:
-            report = read_report(layout.run_dir(run.run_id) / EVAL_JSON)
-            if report is not None and is_eval_error(report.status):
+            path = layout.run_dir(run.run_id) / EVAL_JSON
+            report = read_report(path)
+            torn = report is None and (path.exists() or path.is_symlink())  # there, but unreadable
+            if torn or (report is not None and is_eval_error(report.status)):
                 out.setdefault(batch.key, []).append(run.run_id)
     return out
 

@@ -73,8 +73,10 @@ def json_problem(value: Any, *, text: bool, limit: int = MAX_DEPTH) -> str | Non
             if text:
                 stack.extend((k, depth) for k in node)
             children: Any = node.values()
-        else:
+        elif isinstance(node, list):
             children = node
+        else:  # null, a number, a boolean: nothing below it (a body of JSON null is one)
+            continue
         for child in children:
             if isinstance(child, dict | list) or (text and isinstance(child, str)):
                 stack.append((child, depth + 1))

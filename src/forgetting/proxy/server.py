@@ -318,6 +318,10 @@ class ProxyHandler(http.server.BaseHTTPRequestHandler):
             self._send(200, reply.body, reply.headers.get("content-type", "application/json"))
 
 
+#: the most seconds :meth:`ProxyHandle.stop` takes
+STOP_TIMEOUT_S = 5.0
+
+
 class ProxyHandle:
     """A running proxy: ``.url`` (the OpenAI base URL, ending in ``/v1``), ``.stop()``."""
 
@@ -335,16 +339,27 @@ class ProxyHandle:
     def calls(self) -> int:
         return self.server.calls_ok
 
-    def stop(self) -> None:
-        """Stop serving, close the upstream connections and the call log. Idempotent."""
+    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> bool:
+        """Stop serving, close the upstream connections and the call log; idempotent. Bounded
+        by design: whatever blocks (a server thread that never acknowledges, a handler stuck
+        in a write holding the call log), it returns within ``timeout_s`` — True when every
+        step finished. Giving up loses nothing: each call is on disk before it is answered,
+        and a request still in flight was never answered (its agent sends it again)."""
         if self._stopped:
-            return
+            return True
         self._stopped = True
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
-        self.server.upstream.close()
-        self.server.log.close()
+
+        def steps() -> None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join()
+            self.server.upstream.close()
+            self.server.log.close()
+
+        stopper = threading.Thread(target=steps, name="forgetting-proxy-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout_s)
+        return not stopper.is_alive()
 
     def __enter__(self) -> ProxyHandle:
         return self

@@ -22,6 +22,11 @@ sees the reply — in every spelling it may come back in: JSON-escaped, URL-enco
 (:mod:`forgetting.proxy.key_spellings`). :attr:`Upstream.failure` says, in one line naming the upstream's URL and what
 to do, why the last request failed when the upstream (not the request) was at fault; a later
 successful request clears it.
+
+Bounds. One attempt's whole reply — headers and body — must arrive within ``timeout_s`` (a
+deadline: a server that drips a byte at a time is cut off there, not after each read), and
+its body may hold at most :data:`MAX_REPLY_BYTES` (as the proxy's requests are capped): a
+larger one is a failed call (502), the connection dropped unread.
 """
 
 from __future__ import annotations
@@ -48,9 +53,17 @@ if TYPE_CHECKING:
     from forgetting.proxy.shared_limits import SharedLimits
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+#: the largest reply body read from the upstream, as requests are capped (a chat completion is
+#: kilobytes; a server that sends without end is cut off there)
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+_READ_SIZE = 1 << 16
 _CONNECTION_ERRORS = (ConnectionError, http.client.HTTPException, socket.gaierror, BrokenPipeError)
 #: what replaces the API key wherever a reply repeats it
 REDACTED = "[redacted]"
+
+
+class ReplyTooLarge(Exception):
+    """A reply body beyond :data:`MAX_REPLY_BYTES`."""
 
 
 @dataclass
@@ -211,7 +224,9 @@ class Upstream:
         # the retry policy: attempts after the first, the waits between them and their bounds
         self.retries, self.backoff_s, self.backoff_max_s = retries, backoff_s, backoff_max_s
         self.jitter, self.max_wait_s, self.jitter_seed = jitter, max_wait_s, jitter_seed
-        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s  # per attempt, per connection
+        # the deadline of one attempt's whole reply; of opening one connection
+        self.timeout_s, self.connect_timeout_s = timeout_s, connect_timeout_s
+        self.max_reply_bytes = MAX_REPLY_BYTES
         self.access = access or Access()
         self._key = self.access.api_key.encode() if self.access.api_key else None
         #: the key in every spelling a reply may repeat it in (longest first)
@@ -273,10 +288,25 @@ class Upstream:
             conn, reused = self._connection()
         except (OSError, *_CONNECTION_ERRORS) as exc:
             return Reply(502, b"", error=f"{self.access.label} {self.url} unreachable: {exc}", retryable=True)
+        # the attempt's deadline: the whole reply, headers and body, within timeout_s — a socket
+        # timeout alone bounds each read, and a server that drips a byte at a time never ends
+        cut = threading.Event()
+        sock = conn.sock
+
+        def at_deadline() -> None:
+            cut.set()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
+
+        timer = threading.Timer(self.timeout_s, at_deadline)
+        timer.daemon = True
+        timer.start()
         try:
             conn.request(method, self.path + path, body=body, headers=headers)
             resp = conn.getresponse()
-            data = resp.read()
+            data = self._read_capped(resp)
+            if cut.is_set():
+                raise TimeoutError
             reply_headers = {k.lower(): v for k, v in resp.getheaders()}
             if resp.will_close:
                 self._drop()
@@ -286,14 +316,35 @@ class Upstream:
                 message = f"{self.access.label} {self.url} answered HTTP {reply.status} with {kind}, not JSON"
                 return Reply(502, data, reply_headers, error=message)
             return reply
-        except TimeoutError:
+        except ReplyTooLarge as exc:
             self._drop()
-            message = f"{self.access.label} {self.url} did not answer within {self.timeout_s:g} s"
-            return Reply(504, b"", error=message)
-        except (OSError, *_CONNECTION_ERRORS) as exc:
+            return Reply(502, b"", error=f"{self.access.label} {self.url} answered {exc}; the reply is not read")
+        except (TimeoutError, OSError, *_CONNECTION_ERRORS) as exc:
             self._drop()
+            if cut.is_set() or isinstance(exc, TimeoutError):
+                message = f"{self.access.label} {self.url} did not answer within {self.timeout_s:g} s"
+                return Reply(504, b"", error=message)
             message = f"{self.access.label} {self.url} failed: {type(exc).__name__}: {exc}"
             return Reply(502, b"", error=message, stale=reused, retryable=True)
+        finally:
+            timer.cancel()
+
+    def _read_capped(self, resp: http.client.HTTPResponse) -> bytes:
+        """The reply's body, at most :attr:`max_reply_bytes` (a declared or an actual body beyond
+        it is :class:`ReplyTooLarge`, and the connection is dropped unread)."""
+        limit = self.max_reply_bytes
+        declared = resp.getheader("content-length")
+        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
+            raise ReplyTooLarge(f"a body of {int(declared)} bytes, more than the {limit} accepted")
+        chunks, total = [], 0
+        while True:
+            chunk = resp.read(_READ_SIZE)
+            if not chunk:
+                return b"".join(chunks)
+            total += len(chunk)
+            if total > limit:
+                raise ReplyTooLarge(f"more than the {limit} bytes accepted")
+            chunks.append(chunk)
 
     # -- the retry policy ----------------------------------------------------------------
     def backoff(self, attempt: int, request_no: int) -> float:

@@ -18,6 +18,7 @@ from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting.layout import Layout
 from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.trajectories import write_run_json
 
 DATA = ROOT / "tests" / "data" / "evaltask"
 INSTANCE_ID = "demo__calc-1"
@@ -133,6 +134,6 @@ def make_run(study, run, patch: str | None, finished: bool = True) -> Path:
     run_dir.mkdir(parents=True)
     if patch is not None:
         (run_dir / "patch.diff").write_text(patch)
-    if finished:
-        (run_dir / "run.json").write_text(json.dumps({"run_id": run.run_id}))
+    if finished:  # a whole record: the evaluation reads it before the patch
+        write_run_json(run_dir, seed=run.seed)
     return run_dir
