@@ -67,14 +67,22 @@ def load_site(name: str) -> Site:
     return Site(name, raw["snakemake_arch"], parts, dict(raw["profile"]))
 
 
+#: site values a profile may lack (an older profile states no partition architecture)
+_OPTIONAL = {"cpu_partition_arch", "gpu_partition_arch"}
+
+
 def render_profile(site: Site, dest: Path, source: Path = PROFILE) -> Path:
     """``source``'s profile with the site block's values set as a user sets them (each
     ``x-site`` line's value replaced, its anchor kept); returns the profile directory."""
     text = (source / "config.yaml").read_text()
     for key, value in {"account": "proj", **site.profile}.items():
         literal = f'"{value}"' if isinstance(value, str) else str(value)
-        text, n = re.subn(rf"^(\s+{key}:\s*(?:&\w+\s+)?)(\"[^\"]*\"|\S+)", lambda m: m.group(1) + literal, text,
-                          count=1, flags=re.MULTILINE)
+        pattern = re.compile(rf"^(\s+{key}:\s*(?:&\w+\s+)?)(\"[^\"]*\"|\S+)", re.MULTILINE)
+        found = pattern.search(text)
+        if found is None:
+            assert key in _OPTIONAL, f"the profile has no x-site line {key}:"
+            continue
+        text = text[: found.start(2)] + literal + text[found.end(2):]
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "config.yaml").write_text(text)
     return dest
@@ -165,10 +173,10 @@ def sbatch_line(name: str, resources: dict[str, Any], threads: int, group: bool)
     from snakemake_executor_plugin_slurm.utils import set_gres_string
 
     job = _PluginJob(name, _Resources(resources), threads, group)
+    account, partition = resources.get("slurm_account"), resources.get("slurm_partition")
     params = {"run_uuid": "rehearsal", "slurm_logfile": f".snakemake/slurm_logs/{name}/%j.log",
-              "comment_str": f"rule_{name}", "account": f"-A {shlex.quote(str(resources.get('slurm_account', '')))}"
-              if resources.get("slurm_account") else "", "partition": f"-p {shlex.quote(str(resources['slurm_partition']))}"
-              if resources.get("slurm_partition") else "", "workdir": str(ROOT)}
+              "comment_str": f"rule_{name}", "account": f"-A {shlex.quote(str(account))}" if account else "",
+              "partition": f"-p {shlex.quote(str(partition))}" if partition else "", "workdir": str(ROOT)}
     settings = SimpleNamespace(requeue=True, no_requeue=False, qos=None, reservation=None)
     return get_submit_command(job, params, settings=settings) + set_gres_string(job)
 
@@ -290,7 +298,8 @@ def check(subs: list[Submission], site: Site, instance_arch: str | None) -> list
                             f"{part.name} ({part.arch})")
         for path in s.input:
             if path in built and built[path] != part.arch:
-                problems.append(f"{s.name}: reads {Path(path).name} built for {built[path]} on {part.name} ({part.arch})")
+                problems.append(f"{s.name}: reads {Path(path).name} built for {built[path]} on {part.name} "
+                                f"({part.arch})")
             if "/.pulled/" in path:
                 if instance_arch is None:
                     problems.append(f"{s.name}: instance images of no stated architecture (each job its host's)")
