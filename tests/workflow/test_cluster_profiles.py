@@ -27,7 +27,7 @@ SITE_KEYS = {
 
 def rules_of_workflow() -> set[str]:
     text = "\n".join(p.read_text() for p in workflow_files(ROOT))
-    return set(re.findall(r"^rule (\w+):", text, re.MULTILINE))
+    return set(re.findall(r"^\s*rule (\w+):", text, re.MULTILINE))  # route C's batch rule sits in an if
 
 
 def test_cluster_profile_settings():
@@ -42,7 +42,17 @@ def test_cluster_profile_settings():
     submitted = rules_of_workflow() - local_rules(workflow_files(ROOT))
     assert submitted == set(SLURM["set-resources"]), submitted ^ set(SLURM["set-resources"])
     # a runtime for every one of them; run_batch's is the workflow's own, derived per batch
-    assert all("runtime" in res for rule, res in SLURM["set-resources"].items() if rule != "run_batch")
+    assert all("runtime" in res for rule, res in SLURM["set-resources"].items()
+               if rule not in ("run_batch", "run_batch_endpoint"))
+    # route C's batch rule: the CPU partition (default-resources), no GPU, its own size
+    endpoint = SLURM["set-resources"]["run_batch_endpoint"]
+    assert "gpu" not in endpoint and "slurm_partition" not in endpoint and "runtime" not in endpoint
+    # every rule on the GPU partition says the partition's architecture, the others inherit the CPU one's
+    for rule, res in SLURM["set-resources"].items():
+        if res.get("slurm_partition") == SLURM["x-site"]["gpu_partition"]:
+            assert res["partition_arch"] == SLURM["x-site"]["gpu_partition_arch"], rule
+    assert SLURM["default-resources"]["partition_arch"] == SLURM["x-site"]["cpu_partition_arch"]
+    assert SLURM["set-resources"]["build_gpu_image"]["gpu"] == 1  # sites reject GPU-less jobs on GPU partitions
     gpu = SLURM["set-resources"]["run_batch"]
     assert gpu["gpu"] == 1 and gpu["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
     assert "cpus_per_task" not in SLURM["default-resources"]  # rules' threads reach --cpus-per-task

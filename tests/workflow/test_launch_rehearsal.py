@@ -11,14 +11,18 @@ architecture it was built (or pulled) for.
 
 from __future__ import annotations
 
-import re
-import shlex
-
 import pytest
 import yaml
 
 from forgetting_testkit.checkout import ROOT
-from forgetting_testkit.rehearsal import load_site, rehearse, render_profile, site_names
+from forgetting_testkit.rehearsal import (
+    configured_instance_arch,
+    documented_snakemake,
+    load_site,
+    rehearse,
+    render_profile,
+    site_names,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -33,11 +37,9 @@ CONFIGURATION = "delayed-turn-tool_output-50"
 def documented_command(route: str) -> list[str]:
     """The route's snakemake command as docs/cluster.md (route C) or the README gives it."""
     if route == "C":
-        text = (ROOT / "docs" / "cluster.md").read_text()
-        (line,) = {m.group(0) for m in re.finditer(
-            r"^snakemake --profile profiles/slurm --configfile config/config\.yaml config/route-c\.yaml.*$", text,
-            re.MULTILINE)}
-        return shlex.split(line)[1:]
+        return documented_snakemake(ROOT / "docs" / "cluster.md",
+                                    "snakemake --profile profiles/slurm --configfile config/config.yaml "
+                                    "config/route-c.yaml")
     if route == "B":
         return ["--profile", "profiles/slurm", "--configfile", "config/config.yaml", "config/route-b.yaml"]
     return ["--profile", "profiles/slurm"]
@@ -67,7 +69,9 @@ def test_every_site_model_has_a_route_and_the_shipped_routes_state_their_image_a
 def test_launch_rehearsal(site_name, route, entry, tmp_path):
     site = load_site(site_name)
     profile = render_profile(site, tmp_path / "profile")
-    r = rehearse(site, profile, argv_for(route, entry, str(profile)), IMAGE_ARCH[route])
+    argv = argv_for(route, entry, str(profile))
+    files = [ROOT / w for w in argv if w.startswith("config/") and w.endswith(".yaml")] or [ROOT / "config/config.yaml"]
+    r = rehearse(site, profile, argv, configured_instance_arch(files))
     assert r.returncode == 0, r.log[-3000:]
     if route not in RUNS[site_name]:
         # refused by the workflow before any job: the same lines stop a real run at onstart

@@ -335,3 +335,28 @@ def rehearse(site: Site, profile_dir: Path, argv: list[str], instance_arch: str 
     cores = int(yte.process_yaml((profile_dir / "config.yaml").read_text(), require_use_yte=True)["cores"])
     subs = submissions(proc.stdout, cores)
     return Rehearsal(0, log, subs, check(subs, site, instance_arch))
+
+
+def documented_snakemake(path: Path, prefix: str) -> list[str]:
+    """The one command in the fenced blocks of ``path`` that starts with ``prefix``, its
+    continuation lines (a trailing backslash) joined, as argv without ``snakemake``."""
+    lines = path.read_text().splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if line.startswith(prefix):
+            text = line
+            while text.endswith("\\"):
+                i += 1
+                text = text[:-1] + " " + lines[i].strip()
+            found.append(text)
+    assert len(set(found)) == 1, (prefix, found)
+    return shlex.split(found[0].split(" # ")[0])[1:]
+
+
+def configured_instance_arch(files: list[Path]) -> str | None:
+    """``evaluation.instance_images.architecture`` as the config files state it (the last wins)."""
+    arch = None
+    for f in files:
+        cfg = yaml.safe_load(f.read_text()) or {}
+        arch = ((cfg.get("evaluation") or {}).get("instance_images") or {}).get("architecture", arch)
+    return arch
