@@ -16,6 +16,7 @@ import yaml
 
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.rehearsal import (
+    Site,
     configured_instance_arch,
     documented_snakemake,
     load_site,
@@ -45,8 +46,15 @@ def documented_command(route: str) -> list[str]:
     return ["--profile", "profiles/slurm"]
 
 
-def argv_for(route: str, entry: str, profile: str) -> list[str]:
-    argv = [profile if w == "profiles/slurm" else w for w in documented_command(route)]
+def argv_for(route: str, entry: str, profile: str, site: Site) -> list[str]:
+    """The documented command with the site's profile and, where it names the site's partitions
+    by their placeholders, the site's names — as a user types it."""
+    names = {"CHANGE-ME-cpu": site.profile["cpu_partition"], "CHANGE-ME-gh200": site.profile["gpu_partition"]}
+    argv = []
+    for w in documented_command(route):
+        for placeholder, name in names.items():
+            w = w.replace(placeholder, name)
+        argv.append(profile if w == "profiles/slurm" else w)
     if ENTRIES[entry] is None:
         return [*argv, "--config", f"only={CONFIGURATION}"]
     return [*argv, "--", *ENTRIES[entry]] if ENTRIES[entry] else argv
@@ -69,7 +77,7 @@ def test_every_site_model_has_a_route_and_the_shipped_routes_state_their_image_a
 def test_launch_rehearsal(site_name, route, entry, tmp_path):
     site = load_site(site_name)
     profile = render_profile(site, tmp_path / "profile")
-    argv = argv_for(route, entry, str(profile))
+    argv = argv_for(route, entry, str(profile), site)
     files = [ROOT / w for w in argv if w.startswith("config/") and w.endswith(".yaml")] or [ROOT / "config/config.yaml"]
     r = rehearse(site, profile, argv, configured_instance_arch(files))
     assert r.returncode == 0, r.log[-3000:]
