@@ -71,7 +71,8 @@ def test_one_task_runs_its_runs_only_in_batches_of_their_own(study, tmp_path):
     jobs = dry_run(study, tmp_path, "--config", f"only_tasks={task}")
     narrowed = batches_of(study, only_tasks=task)
     assert keys(by_rule(jobs, "run_batch")) == {b.key for b in narrowed}
-    assert len(narrowed) == 6  # per agent: one batch per configuration, the baseline's 2 repeats in one
+    # packed: per agent, its runs of every configuration in one batch job (batch_size allowing)
+    assert len(narrowed) == 2 and {b.agent for b in narrowed} == {"mini", "trae"}
     assert all(r.task == task for b in narrowed for r in b.runs)
     full = batches_of(study)
     # fresh batch names (a batch of the full study holds other tasks too) ...
