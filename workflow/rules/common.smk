@@ -170,9 +170,9 @@ def cluster_placements():
     used += [f"preflight_{p}" for p in PREFLIGHT_PARTITIONS]
     local = {"build_gpu_image", "build_cpu_image", "pull_swebench_images"} if CONTAINERS.on_login_node else set()
     out = {}
-    for rule in used:
-        arch = _profile_value(rule, "partition_arch")
-        out[rule] = Placement(rule, None if arch is None else str(arch), local=rule in local)
+    for name in used:
+        arch = _profile_value(name, "partition_arch")
+        out[name] = Placement(name, None if arch is None else str(arch), local=name in local)
     return out
 
 
