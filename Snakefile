@@ -56,6 +56,15 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/stats.smk"
 
 
+# the main process only (not a job re-reading this file on its node): the route, the profile's
+# partitions and this machine agree before anything is submitted (forgetting.cluster_route)
+PLACEMENT_PROBLEMS = check_cluster_placement() if exec_mode_is_default() else []
+
+
+onstart:
+    stop_on_placement_problems(PLACEMENT_PROBLEMS)
+
+
 rule all:
     input:
         final_targets(),

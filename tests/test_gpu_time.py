@@ -51,7 +51,9 @@ def test_plan_prints_the_gpu_hours_as_a_range():
     lines = out.getvalue().splitlines()
     assert lines[1] == ("GPU time: 94 batch jobs × 1 GPU: 87–1,171 GPU-hours (typical: 40 calls per run, 56 min per "
                         "batch; worst case: every run at 200 calls, 748 min; docs/cluster.md)")
-    assert lines[2] == "time limit per batch job: 720 min (execution.batch_runtime_min)"
+    # derived, capped by the key the schema has (execution.batch_runtime_limit_min)
+    assert lines[2] == ("time limit per batch job: 720 min (derived from the worst case, at most "
+                        "execution.batch_runtime_limit_min)")
     assert lines[3].startswith("note: 94 batches could pass their time limit in the worst case")
     demo = io.StringIO()
     with redirect_stdout(demo):

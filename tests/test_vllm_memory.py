@@ -105,3 +105,27 @@ def test_the_model_is_found_in_the_hugging_face_cache(tmp_path):
     missing, looked = find_model_dir("Qwen/Other", environ={"HOME": str(tmp_path)})
     assert missing is None and looked == [tmp_path / ".cache" / "huggingface" / "hub" / "models--Qwen--Other"]
     assert find_model_dir("x", configured=str(snap))[0] == snap
+
+
+def test_route_cs_one_server_holds_the_runs_in_flight_of_every_batch_job():
+    """Route C: the cap on runs in flight across all batch jobs (model.endpoint.runs_in_flight)
+    is what the server's KV cache must hold, not one batch's concurrency."""
+    import dataclasses
+
+    import yaml
+
+    from forgetting.config import merge_configs, study_from_mapping
+    from forgetting.vllm_memory import runs_in_flight
+    from forgetting_testkit.checkout import ROOT
+
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    route_c = study_from_mapping(merge_configs(base, yaml.safe_load((ROOT / "config" / "route-c.yaml").read_text())),
+                                 source="test", root=ROOT)
+    assert runs_in_flight(route_c) == (27, "model.endpoint.runs_in_flight")
+    assert runs_in_flight(study_from_mapping(base, source="test", root=ROOT)) == (16, "execution.concurrency")
+    big = dataclasses.replace(budget(144 * 10**9), concurrency=27, in_flight_key="model.endpoint.runs_in_flight")
+    assert prefix_cache_line(big) == (True, "the KV cache holds 652,064 tokens: 27 runs at a typical run's mean "
+                                            "context of 23,450 tokens ≥ model.endpoint.runs_in_flight 27")
+    ok, line = prefix_cache_line(dataclasses.replace(big, concurrency=128))  # 8 batch jobs × 16: the old route C
+    assert not ok and "< model.endpoint.runs_in_flight 128" in line
+    assert "set model.endpoint.runs_in_flight: 27" in line

@@ -160,7 +160,9 @@ def plan_lines(study: Study, batch_sizes: Sequence[int]) -> list[str]:
         f"{s.typical_gpu_h:,.0f}–{s.worst_gpu_h:,.0f} "
         f"GPU-hours (typical: {THROUGHPUT.typical_calls} calls per run, {max(typical):.0f} min per batch; "
         f"worst case: every run at {worst_calls(study)} calls, {s.worst_batch_min:.0f} min; docs/cluster.md)",
-        f"time limit per batch job: {s.limit_min} min (execution.batch_runtime_min)",
+        f"time limit per batch job: {s.limit_min} min " + (
+            "(execution.batch_runtime_min)" if study.section("execution").get("batch_runtime_min")
+            else "(derived from the worst case, at most execution.batch_runtime_limit_min)"),
     ]
     if s.over_limit:
         lines.append(

@@ -99,13 +99,23 @@ def batch_name(runs: Iterable[Run], index: int) -> str:
     return f"b{index:03d}-{digest}"
 
 
+#: the ``configuration`` place of a batch packed across configurations (``only_tasks``)
+PACKED = "only-tasks"
+
+
 def plan_batches(study: Study, runs: Sequence[Run] | None = None) -> list[Batch]:
-    """Runs grouped by (agent, configuration) into chunks of ``execution.batch_size``."""
+    """Runs grouped by (agent, configuration) into chunks of ``execution.batch_size``.
+
+    A study narrowed to some tasks (``only_tasks``) packs each agent's runs across its
+    configurations instead, under ``{agent}/only-tasks/``: one task's 47 runs per agent are
+    one batch job, not 47 (each run keeps its own configuration and seed, and writes the run
+    directory the full study's batches then find finished)."""
     size = int(study.section("execution")["batch_size"])
     runs = plan_runs(study) if runs is None else runs
+    packed = bool(study.raw.get("only_tasks"))
     groups: dict[tuple[str, str], list[Run]] = {}
     for r in runs:
-        groups.setdefault((r.agent, r.configuration), []).append(r)
+        groups.setdefault((r.agent, PACKED if packed else r.configuration), []).append(r)
     batches = []
     for (agent, conf), members in groups.items():
         for index, chunk in enumerate(_chunks(members, size)):

@@ -176,6 +176,8 @@ class Budget:
     max_model_len: int
     concurrency: int
     mean_context: int
+    #: the key ``concurrency`` comes from: the runs in flight on this one server
+    in_flight_key: str = "execution.concurrency"
 
     @property
     def available(self) -> int:
@@ -231,11 +233,11 @@ def prefix_cache_line(b: Budget) -> tuple[bool, str]:
     head = (f"the KV cache holds {b.capacity_tokens:,} tokens: {b.runs_fit} runs at a typical run's mean context "
             f"of {b.mean_context:,} tokens")
     if b.runs_fit >= b.concurrency:
-        return True, f"{head} ≥ execution.concurrency {b.concurrency}"
-    fixes = [f"execution.concurrency: {max(1, b.runs_fit)}"]
+        return True, f"{head} ≥ {b.in_flight_key} {b.concurrency}"
+    fixes = [f"{b.in_flight_key}: {max(1, b.runs_fit)}"]
     if b.kv_cache_dtype == "auto" and DTYPE_BYTES.get(b.model_dtype, 1) > 1:
         fixes.append("model.vllm.kv_cache_dtype: fp8")
-    return False, (f"{head} < execution.concurrency {b.concurrency}: vLLM evicts runs' cached prefixes between "
+    return False, (f"{head} < {b.in_flight_key} {b.concurrency}: vLLM evicts runs' cached prefixes between "
                    f"their calls and the cached-token counts fall; set {' or '.join(fixes)}")
 
 
@@ -256,6 +258,18 @@ def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = Fal
         kv_cache_dtype=kv_dtype,
         model_dtype=shape.dtype,
         max_model_len=max_model_len(study),
-        concurrency=int(study.section("execution")["concurrency"]),
+        concurrency=runs_in_flight(study)[0],
         mean_context=round(run_cost(THROUGHPUT.typical_calls).mean_prompt),
+        in_flight_key=runs_in_flight(study)[1],
     )
+
+
+def runs_in_flight(study: Any) -> tuple[int, str]:
+    """The runs one server holds at once, and the key that says so: a batch's
+    ``execution.concurrency`` beside its own vLLM; route C's ``model.endpoint.runs_in_flight``
+    for the one server of every batch job (the workflow caps them through ``endpoint_runs``)."""
+    model = study.section("model")
+    cap = (model.get("endpoint") or {}).get("runs_in_flight")
+    if model["backend"] == "endpoint" and cap is not None:
+        return int(cap), "model.endpoint.runs_in_flight"
+    return int(study.section("execution")["concurrency"]), "execution.concurrency"

@@ -375,7 +375,8 @@ def _snakemake(cmd: DocCommand, scratch: Path, dry_runs: dict[str, subprocess.Co
                 i += 1
             continue
         if w.startswith("-"):
-            i += 2 if w in ("--profile", "--cores", "--report", "--workflow-profile") else 1
+            i += 2 if w in ("--profile", "--cores", "--report", "--workflow-profile",
+                            "--software-deployment-method") else 1
             continue
         names.append(w)  # a target
         i += 1

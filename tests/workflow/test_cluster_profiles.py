@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -42,7 +43,17 @@ def test_cluster_profile_settings():
     submitted = rules_of_workflow() - local_rules(workflow_files(ROOT))
     assert submitted == set(SLURM["set-resources"]), submitted ^ set(SLURM["set-resources"])
     # a runtime for every one of them; run_batch's is the workflow's own, derived per batch
-    assert all("runtime" in res for rule, res in SLURM["set-resources"].items() if rule != "run_batch")
+    assert all("runtime" in res for rule, res in SLURM["set-resources"].items()
+               if rule not in ("run_batch", "run_batch_endpoint"))
+    # route C's batch rule: the CPU partition (default-resources), no GPU, its own size
+    endpoint = SLURM["set-resources"]["run_batch_endpoint"]
+    assert "gpu" not in endpoint and "slurm_partition" not in endpoint and "runtime" not in endpoint
+    # every rule on the GPU partition says the partition's architecture, the others inherit the CPU one's
+    for rule, res in SLURM["set-resources"].items():
+        if res.get("slurm_partition") == SLURM["x-site"]["gpu_partition"]:
+            assert res["partition_arch"] == SLURM["x-site"]["gpu_partition_arch"], rule
+    assert SLURM["default-resources"]["partition_arch"] == SLURM["x-site"]["cpu_partition_arch"]
+    assert SLURM["set-resources"]["build_gpu_image"]["gpu"] == 1  # sites reject GPU-less jobs on GPU partitions
     gpu = SLURM["set-resources"]["run_batch"]
     assert gpu["gpu"] == 1 and gpu["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
     assert "cpus_per_task" not in SLURM["default-resources"]  # rules' threads reach --cpus-per-task
@@ -160,3 +171,52 @@ def test_local_rules_from_rule_files(tmp_path, text, expected):
 def test_the_workflows_local_rules():
     # target rules that only gather inputs, and the plan (seconds, no heavy work)
     assert local_rules(workflow_files(ROOT)) == {"all", "plan", "images", "analysis", "preflight"}
+
+
+def test_a_dry_run_warns_of_placeholder_site_values_and_prints_no_empty_shell_commands(tmp_path):
+    import subprocess
+
+    from forgetting_testkit.checkout import cli_env
+    from forgetting_testkit.dryrun import SITE_HOST_ARCH, snakemake_cmd
+
+    cfg = small_study(tmp_path)
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(cfg))
+    proc = subprocess.run(snakemake_cmd("-n", "--configfile", str(tmp_path / "study.yaml")), cwd=ROOT,
+                          env=cli_env(SITE_HOST_ARCH), capture_output=True, text=True, timeout=300)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-2000:]
+    for value in ("CHANGE-ME-cpu", "CHANGE-ME-gh200", "CHANGE-ME-account"):
+        assert f"warning: the profile's site value '{value}' is still a placeholder" in log
+    assert "rule run_batch:" in log and "Shell command: None" not in log
+
+
+def test_the_evaluation_time_limit_covers_its_worst_case():
+    """A batch's evaluation: every run at evaluation.timeout_s, evaluation.workers at a time."""
+    study = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    worst_min = math.ceil(study["execution"]["batch_size"] * study["evaluation"]["timeout_s"]
+                          / study["evaluation"]["workers"] / 60)
+    assert worst_min == 750
+    assert SLURM["set-resources"]["evaluate_batch"]["runtime"] >= worst_min
+
+
+def test_the_readmes_dry_run_needs_no_conda(tmp_path):
+    """README's `snakemake --profile profiles/slurm -n …` line, run as written on a machine
+    without conda (no conda on PATH): it lists the study's jobs."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+
+    from forgetting_testkit.checkout import bin_path, cli_env
+    from forgetting_testkit.dryrun import SITE_HOST_ARCH
+
+    (line,) = [ln.split("  #")[0] for ln in (ROOT / "README.md").read_text().splitlines()
+               if ln.startswith("snakemake --profile profiles/slurm -n")]
+    path = os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep)
+                           if not (Path(d) / "conda").exists() and not (Path(d) / "mamba").exists())
+    env = cli_env({**SITE_HOST_ARCH, "PATH": path})
+    assert shutil.which("conda", path=path) is None
+    proc = subprocess.run([bin_path("snakemake"), *shlex.split(line)[1:]], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
+    assert "run_batch" in proc.stdout

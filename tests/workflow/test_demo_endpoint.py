@@ -61,7 +61,7 @@ def test_the_demo_through_an_endpoint_is_the_demo_and_the_key_stays_out(tmp_path
                        {"only_tasks": ["demo__confkit-1", "demo__timekit-1"],
                         "only": ["baseline", "delayed-turn-tool_output-100"]})
     batches = plan_batches(study)
-    assert len(batches) == 4
+    assert len(batches) == 2  # only_tasks packs each agent's runs across configurations (forgetting.plan)
     a, b = Layout(tmp_path / "endpoint"), Layout(tmp_path / "scripted")
     for batch in batches:
         for run in batch.runs:

@@ -71,7 +71,11 @@ def test_one_task_runs_its_runs_only_in_batches_of_their_own(study, tmp_path):
     jobs = dry_run(study, tmp_path, "--config", f"only_tasks={task}")
     narrowed = batches_of(study, only_tasks=task)
     assert keys(by_rule(jobs, "run_batch")) == {b.key for b in narrowed}
-    assert len(narrowed) == 6  # per agent: one batch per configuration, the baseline's 2 repeats in one
+    # packed: per agent, its runs of every configuration in one batch job (batch_size allowing)
+    size = study["execution"]["batch_size"]
+    per_agent = {a: sum(len(b.runs) for b in narrowed if b.agent == a) for a in ("mini", "trae")}
+    assert len(narrowed) == sum(-(-n // size) for n in per_agent.values())  # as few as batch_size allows
+    assert all(b.configuration == "only-tasks" for b in narrowed)
     assert all(r.task == task for b in narrowed for r in b.runs)
     full = batches_of(study)
     # fresh batch names (a batch of the full study holds other tasks too) ...

@@ -11,7 +11,7 @@ SIF_DIR = instance_image_dir(PLAN.study)
 rule images:
     """Every image the study needs, built and pulled ahead of the batch jobs."""
     input:
-        study_images(PLAN.study),
+        IMAGE_TARGETS,
     localrule: True
 
 
@@ -27,7 +27,7 @@ rule build_gpu_image:
     log:
         f"{RESULTS}/logs/containers/build-{{image}}.log",
     wildcard_constraints:
-        image="|".join(GPU_IMAGES),
+        image="|".join(GPU_IMAGES) or "(?!)",  # none: a constraint no name matches
     localrule: CONTAINERS.on_login_node
     conda:
         "../../envs/analysis.yaml"

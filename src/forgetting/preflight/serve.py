@@ -16,6 +16,7 @@ from forgetting.model_server import ModelServerError, open_local, served_name_of
 from forgetting.preflight.checks import Check
 from forgetting.runner.batch import model_section
 from forgetting.runner.settings import RunnerSettings
+from forgetting.vllm_memory import runs_in_flight
 
 #: vLLM's log line once the KV cache is allocated (vllm/v1/core/kv_cache_utils.py)
 KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
@@ -62,8 +63,9 @@ def serve_checks(study: Study) -> list[Check]:
         tokens = int(found[-1].replace(",", ""))
         mean = round(run_cost(THROUGHPUT.typical_calls).mean_prompt)
         fit = tokens // mean
-        ok = fit >= settings.concurrency
+        wanted, key = runs_in_flight(study)
+        ok = fit >= wanted
         out.append(Check("kv cache (vLLM's)", ok, f"{tokens:,} tokens: {fit} runs at {mean:,} tokens "
-                         f"{'≥' if ok else '<'} execution.concurrency {settings.concurrency}"
-                         + ("" if ok else f"; set execution.concurrency: {max(1, fit)}")))
+                         f"{'≥' if ok else '<'} {key} {wanted}"
+                         + ("" if ok else f"; set {key}: {max(1, fit)}")))
     return out
