@@ -199,7 +199,7 @@ def test_the_cost_breakdown_note_says_what_rebilled_is_under_the_primary_profile
     blocks = " ".join(_cost_breakdown("vllm-blocks", 0.02))
     # under a profile that rounds hits down the baselines re-bill too: 0.02 / 0.32 of their cost
     assert "none in the baselines" not in blocks
-    assert "because profile vllm-blocks's cache rules (hits from 0 tokens in steps of 16" in blocks
+    assert "because profile vllm-blocks's cache rules (hits from 0 tokens in steps of the server's KV block" in blocks
     assert "(mini-swe-agent 6.2 % of their cost)" in blocks
 
 

@@ -35,12 +35,12 @@ class ApptainerSettings:
     pull_args: tuple[str, ...]
     pull_timeout_s: int
     #: each run's and evaluation's writable layer in MiB (0: ``--writable-tmpfs``)
-    writable_layer_mib: int = 8192
+    writable_layer_mib: int
     #: where those layers live
-    scratch_dir: Path = Path(tempfile.gettempdir())
+    scratch_dir: Path
     #: ``APPTAINER_CACHEDIR`` and ``APPTAINER_TMPDIR`` of every ``apptainer`` command
-    cache_dir: Path = Path(tempfile.gettempdir()) / "apptainer" / "cache"
-    tmp_dir: Path = Path(tempfile.gettempdir()) / "apptainer" / "tmp"
+    cache_dir: Path
+    tmp_dir: Path
 
     @classmethod
     def from_section(cls, section: Mapping[str, Any] | None = None, *,

@@ -523,7 +523,7 @@ def run_batch(
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
             model = model_section(study, settings)
-            counting = counting_for(model, study.root)  # a missing tokenizer fails before the server starts
+            counting = counting_for(study.section("model"), study.root)  # a missing tokenizer fails first
             with _scratch(settings, batch) as scratch:
                 preload({r.agent for r in todo}, scratch, settings)
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (

@@ -25,6 +25,9 @@ FAKE_VLLM_MODEL = {
     "backend": "vllm",
     "name": "fake/model",
     "served_name": "fake",
+    # the vLLM double has no tokenizer of its own (fakes/vllm.py): its prompts are counted
+    # with Qwen's approximation, as for a server whose tokenizer is not at hand
+    "tokenizer": "qwen2.5",
     "vllm": {"executable": str(FAKE_VLLM), "startup_timeout_s": 30},
 }
 
