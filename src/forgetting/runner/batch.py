@@ -523,7 +523,9 @@ def run_batch(
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
             model = model_section(study, settings)
-            counting = counting_for(model, study.root)  # a missing tokenizer fails before the server starts
+            # the study's own model section (the schema's keys; model_section adds the server's): a missing
+            # tokenizer fails before the server starts
+            counting = counting_for(study.section("model"), study.root)
             with _scratch(settings, batch) as scratch:
                 preload({r.agent for r in todo}, scratch, settings)
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (
