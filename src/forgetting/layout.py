@@ -13,7 +13,7 @@
           eval/           the evaluation's files: patch, scripts, test log (test_output.txt)
       batches/{agent}/{configuration}/{batch}/   per-batch manifests and analysis tables
       datasets/{runs,calls,tool_calls,run_costs,timings}.parquet
-      stats/  tables/  figures/  report/
+      stats/  tables/  figures/  report/  report.html
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ class Layout:
     tables = _Under("tables")
     figures = _Under("figures")
     report = _Under("report")
+    #: Snakemake's HTML report, where the docs and scripts/demo put it (``--report``)
+    report_html = _Under("report.html")
 
     def run_dir(self, run_id: str) -> Path:
         return self.results / "runs" / run_id
@@ -69,6 +71,13 @@ class Layout:
 
     def dataset(self, name: str) -> Path:
         return self.datasets / f"{name}.parquet"
+
+    def study_downstream(self) -> tuple[Path, ...]:
+        """What the study makes from its batches — the collected datasets, statistics, tables,
+        figures and report: they describe every batch's runs as they were, so a batch that
+        changes a run removes them first (and the workflow, whose targets they are, makes them
+        again)."""
+        return (self.datasets, self.stats, self.tables, self.figures, self.report, self.report_html)
 
 
 def output_files(

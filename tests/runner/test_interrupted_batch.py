@@ -1,9 +1,12 @@
 """A forced batch stopped by SIGINT (Ctrl-C, to the process group as a terminal sends it),
 SIGTERM (Snakemake cancelling it, Slurm ending it) or SIGKILL once it has redone a run
 (issue 25, items 1 and 2): no traceback, no bare ``error:`` in its log, the batch's manifest,
-evaluation manifest and analysis tables (which describe the runs it replaced) are gone, every
-run is still finished, and the plain invocation after it keeps every run and writes the
-manifest of the runs on disk."""
+evaluation manifest and analysis tables (which describe the runs it replaced) are gone, and so
+are the study's datasets, statistics, tables, figures and report (no table describes runs no
+longer on disk; nothing outside the results directory is touched), every run is still
+finished, and the plain invocation after it keeps every run and writes the manifest of the
+runs on disk. That the plain workflow then makes the study's outputs again:
+tests/workflow/test_stale_outputs.py."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from forgetting.layout import RUN_JSON, Layout
 from forgetting.runner import run_batch
 from forgetting.runner.batch import BatchRunner
 from forgetting.runner.settings import RunnerSettings
+from forgetting.schemas import DATASETS
 from forgetting.stagelog import StageLog
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.runner import batch_of, study_at, write_study
@@ -33,6 +37,24 @@ BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls
 
 
 REPEATS = {"baseline": 2, "deletion": 1}
+
+
+def study_outputs(layout: Layout, outside) -> list:
+    """The study's collected datasets, statistics, tables, figures and report as a finished
+    study has them (of the runs before), with a table that links out of the results directory
+    and a figures directory that is a symlink to one elsewhere; the files they link to."""
+    files = [*(layout.dataset(name) for name in DATASETS), layout.stats / "rates.parquet",
+             layout.tables / "policies_comparison.csv", layout.tables / "policies_comparison.tex",
+             layout.report / "index.html", layout.results / "report.html"]
+    for path in files:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("of the runs before")
+    outside.mkdir()
+    (outside / "kept.csv").write_text("not the study's")
+    (outside / "figure.pdf").write_text("not the study's")
+    (layout.tables / "linked.csv").symlink_to(outside / "kept.csv")
+    layout.figures.symlink_to(outside, target_is_directory=True)
+    return [*files, layout.tables / "linked.csv", layout.figures]
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +79,7 @@ def test_a_forced_batch_stopped_after_its_first_redone_run(finished, tmp_path, h
     manifest = batch_dir / "runs.json"
     for name in BATCH_DOWNSTREAM:  # what the evaluation and the analysis left of the runs as they were
         (batch_dir / name).write_text("of the runs before")
+    study_level = study_outputs(layout, tmp_path / "elsewhere")
     runs = {r.run_id: layout.run_dir(r.run_id) / RUN_JSON for r in batch.runs}
     before = {rid: p.stat().st_mtime_ns for rid, p in runs.items()}
 
@@ -82,6 +105,12 @@ def test_a_forced_batch_stopped_after_its_first_redone_run(finished, tmp_path, h
         assert lines[-1] == {signal.SIGINT: "interrupted (SIGINT)", signal.SIGTERM: "stopped (SIGTERM)"}[how] + (
             "; the next invocation redoes what did not finish")
     assert [n for n in ("runs.json", *BATCH_DOWNSTREAM) if (batch_dir / n).exists()] == []
+    # no study-level output of the runs before is left (the workflow's targets: made again)
+    assert [str(p) for p in study_level if os.path.lexists(p)] == []
+    for path in (layout.datasets, layout.stats, layout.tables, layout.figures, layout.report):
+        assert not os.path.lexists(path), path
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["figure.pdf", "kept.csv"]
+    assert all(p.read_text() == "not the study's" for p in (tmp_path / "elsewhere").iterdir())
     assert all(p.is_file() for p in runs.values())  # no finished run is lost
 
     mid = {rid: p.stat().st_mtime_ns for rid, p in runs.items()}

@@ -14,6 +14,10 @@ Regeneration (``--config regenerate=true``) works from the run directories on di
 there it stops at once, naming what is missing and where a replication package goes; it keeps
 the analysis' input as it is, so neither it nor the plain invocation after it reanalyses a
 batch whose analysis is current.
+
+A batch that changes a run removes the study's datasets, statistics, tables and figures with its
+own batch files, before it replaces the first run directory: no table describes runs that are
+no longer on disk, and the plain command makes them again.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forgetting.config import study_from_mapping
+from forgetting.layout import Layout
+from forgetting.plan import plan_batches
+from forgetting.runner.batch import BatchRunner
+from forgetting.runner.settings import RunnerSettings
+from forgetting.stagelog import StageLog
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.dryrun import dry_run, small_study, snakemake_cmd
 from forgetting_testkit.synth import synthesize
@@ -134,3 +144,25 @@ def test_regeneration_and_the_plain_command_after_it_reanalyse_no_current_batch(
         cwd=ROOT, env=cli_env(), capture_output=True, text=True, timeout=600)
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert "rule analyze_batch:" not in plain.stdout, plain.stdout[-3000:]
+
+
+def test_a_batch_that_changes_a_run_leaves_no_study_output_and_the_plain_command_makes_them_again(
+        tmp_path, every_output):
+    """A forced batch, before it replaces its first run directory, removes what describes its
+    runs as they were: its batch files and the study's datasets, statistics, tables and figures.
+    Stopped right after that (whatever stops it), no study-level table of the old runs is left,
+    and the plain command redoes that batch and everything after it, the study's outputs too."""
+    study, results = finished(tmp_path, every_output)
+    key = sorted(k for r, k in every_output.values() if r == "run_batch")[0]
+    loaded = study_from_mapping(study, source="config", root=ROOT)
+    (batch,) = [b for b in plan_batches(loaded) if b.key == key]
+    layout = Layout(loaded.results_dir)
+    runner = BatchRunner(loaded, batch, RunnerSettings.from_study(loaded), StageLog(None),
+                         layout.batch_dir(key) / "runs.json")
+    runner._invalidate_downstream()  # as the batch does before it replaces its first run directory
+    study_level = [rel for rel, (rule, _) in every_output.items() if rule in AFTER]
+    assert {every_output[rel][0] for rel in study_level} == set(AFTER)
+    assert [rel for rel in study_level if (results / rel).exists()] == []
+    jobs = [j for j in dry_run(study, tmp_path) if j.rule != "all"]
+    assert {(j.rule, j.batch_key if j.wildcards else None) for j in jobs} == {
+        *((rule, key) for rule in BATCH_STAGES), *((rule, None) for rule in AFTER)}

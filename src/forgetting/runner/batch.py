@@ -309,22 +309,23 @@ class BatchRunner:
 
     def _invalidate_downstream(self) -> None:
         """Before the batch changes its first run directory: remove its manifest, evaluation
-        manifest and analysis tables, which describe its runs as they were. A redone run's own
-        evaluation goes with its old directory (the run directory is replaced whole). Whatever
-        stops the batch after this, nothing left describes runs that are no longer on disk, and
-        the workflow makes them again (they are its targets)."""
+        manifest and analysis tables, and the study's datasets, statistics, tables, figures and
+        report (:meth:`Layout.study_downstream`), which describe its runs as they were. A redone
+        run's own evaluation goes with its old directory (the run directory is replaced whole).
+        All of it is gone before the first run directory is replaced (stop signals are held; a
+        SIGKILL in the middle leaves only files of runs still on disk, and the next batch that
+        changes a run removes the rest). Whatever stops the batch after this, nothing left
+        describes runs that are no longer on disk, and the workflow makes them again (they are
+        its targets). Nothing outside the results directory is touched: a symlink is removed,
+        never followed."""
         if self.invalidated or self.manifest is None:
             return
         self.invalidated = True
         stale = [self.manifest, *(self.layout.batch_dir(self.batch.key) / name for name in BATCH_DOWNSTREAM)]
         for key in self._whole_study_batches():  # the same runs in the whole study's batches
             stale += [self.layout.batch_dir(key) / name for name in ("runs.json", *BATCH_DOWNSTREAM)]
-        removed = []
-        for path in stale:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-                removed.append(str(path.relative_to(self.layout.results)) if path.is_relative_to(
-                    self.layout.results) else path.name)
+        stale += self.layout.study_downstream()
+        removed = [_where(path, self.layout.results) for path in stale if _remove(path)]
         if removed:
             self.say.line(f"{self.batch.key}: its runs change: removed {', '.join(removed)} (made again after them)")
 
@@ -391,6 +392,31 @@ class BatchRunner:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(slot.pid, 0)
         self.running.clear()
+
+
+def _remove(path: Path) -> bool:
+    """Remove a file, or a directory with everything in it (a symlink as itself, never what it
+    links to); whether there was anything. What another batch removes meanwhile is no error."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            if sys.version_info >= (3, 12):
+                shutil.rmtree(path, onexc=_unless_gone)
+            else:
+                shutil.rmtree(path, onerror=lambda f, p, info: _unless_gone(f, p, info[1]))
+        else:
+            path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _unless_gone(func: Any, path: str, exc: BaseException) -> None:
+    if not isinstance(exc, FileNotFoundError):
+        raise exc
+
+
+def _where(path: Path, results: Path) -> str:
+    return str(path.relative_to(results)) if path.is_relative_to(results) else path.name
 
 
 def _by_reason(failures: dict[str, str]) -> str:
@@ -523,7 +549,9 @@ def run_batch(
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
             model = model_section(study, settings)
-            counting = counting_for(study.section("model"), study.root)  # a missing tokenizer fails first
+            # the study's own model section (the schema's keys; model_section adds the server's): a missing
+            # tokenizer fails before the server starts
+            counting = counting_for(study.section("model"), study.root)
             with _scratch(settings, batch) as scratch:
                 preload({r.agent for r in todo}, scratch, settings)
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (
