@@ -21,6 +21,7 @@ import time
 import pytest
 
 from forgetting.layout import RUN_JSON, Layout
+from forgetting.plan import PACKED, plan_batches
 from forgetting.runner import run_batch
 from forgetting.runner.batch import BatchRunner
 from forgetting.runner.settings import RunnerSettings
@@ -120,24 +121,28 @@ def test_a_forced_batch_stopped_after_its_first_redone_run(finished, tmp_path, h
 
 
 def test_a_batch_narrowed_to_one_task_also_invalidates_the_whole_studys_batch_of_its_runs(tmp_path):
-    """``only_tasks`` batches the task's runs under names of its own: redoing them makes the whole
-    study's batch that holds them stale too (its runs.json goes, so the plain invocation redoes
-    it and everything after); a batch of other runs is left alone."""
-    sections = {"tasks": {"ids": ["demo__confkit-1", "demo__ledger-1"]}, "repeats": REPEATS,
-                "configurations": {"names": ["delayed-turn-tool_output-100"]}}
+    """``only_tasks`` packs the task's runs into batches of their own (``{agent}/only-tasks/``):
+    redoing them makes every whole-study batch that holds one of them stale too (its runs.json
+    goes, so the plain invocation redoes it and everything after); a batch of other runs (here:
+    the other agent's) is left alone."""
+    sections = {"agents": ["mini", "mini-text"], "tasks": {"ids": ["demo__confkit-1", "demo__ledger-1"]},
+                "repeats": REPEATS, "configurations": {"names": ["delayed-turn-tool_output-100"]}}
     whole = study_at(tmp_path, **sections)
-    narrowed = study_at(tmp_path, **sections, only_tasks="demo__confkit-1")
-    big, small = batch_of(whole, "mini", "baseline"), batch_of(narrowed, "mini", "baseline")
-    other = batch_of(whole, "mini", "delayed-turn-tool_output-100")
-    assert big.key != small.key and {r.run_id for r in small.runs} < {r.run_id for r in big.runs}
+    narrowed = study_at(tmp_path, **sections, only_tasks="demo__confkit-1", only_agents="mini")
+    (small,) = plan_batches(narrowed)
+    assert small.configuration == PACKED
+    holding = [batch_of(whole, "mini", c) for c in ("baseline", "delayed-turn-tool_output-100")]
+    other = batch_of(whole, "mini-text", "baseline")
+    assert all({r.run_id for r in small.runs} & {r.run_id for r in b.runs} for b in holding)
+    assert not {r.run_id for r in small.runs} & {r.run_id for r in other.runs}
     layout = Layout(whole.results_dir)
-    for key in (big.key, small.key, other.key):
+    for key in (*(b.key for b in holding), small.key, other.key):
         layout.batch_dir(key).mkdir(parents=True)
         for name in ("runs.json", *BATCH_DOWNSTREAM):
             (layout.batch_dir(key) / name).write_text("of the runs before")
     runner = BatchRunner(narrowed, small, RunnerSettings.from_study(narrowed), StageLog(None),
                          layout.batch_dir(small.key) / "runs.json")
     runner._invalidate_downstream()  # as the batch does before it replaces its first run directory
-    for key in (big.key, small.key):
+    for key in (*(b.key for b in holding), small.key):
         assert sorted(p.name for p in layout.batch_dir(key).iterdir()) == [], key
     assert sorted(p.name for p in layout.batch_dir(other.key).iterdir()) == sorted(("runs.json", *BATCH_DOWNSTREAM))
