@@ -12,7 +12,6 @@ Each case is counted in the hostile-input summary under its class (``tests/hosti
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import subprocess
@@ -24,28 +23,7 @@ import yaml
 
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.dryrun import snakemake_cmd
-from forgetting_testkit.hostile import Outcome, changed, run_main, snapshot
-
-DEMO = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
-
-
-def demo_config(d: Path, name: str = "study.yaml", **changes: Any) -> Path:
-    """The demo config with absolute resource paths, its results under ``d``, ``changes``
-    (``a__b`` for ``a.b``) applied."""
-    cfg = copy.deepcopy(DEMO)
-    cfg["study"]["results_dir"] = str(d / "results")
-    cfg["tasks"]["ids_file"] = str(ROOT / "resources/demo/tasks.txt")
-    cfg["dataset"]["instances"] = str(ROOT / "resources/demo/tasks")
-    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
-    for key, value in changes.items():
-        node = cfg
-        *parents, last = key.split("__")
-        for k in parents:
-            node = node.setdefault(k, {})
-        node[last] = value
-    d.mkdir(parents=True, exist_ok=True)
-    (d / name).write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return d / name
+from forgetting_testkit.hostile import Outcome, changed, demo_config, run_main, snapshot
 
 
 def judge(tally: Any, klass: str, argv: list[str], roots: list[Path], *, says: tuple[str, ...] = (),

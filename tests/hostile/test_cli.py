@@ -20,12 +20,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgetting_testkit.checkout import ROOT
-from forgetting_testkit.hostile import changed, run_main, run_subprocess, snapshot, without_dac_override
+from forgetting_testkit.hostile import (
+    DEMO,
+    changed,
+    demo_config,
+    run_main,
+    run_subprocess,
+    snapshot,
+    without_dac_override,
+)
 from forgetting_testkit.trajectories import edit_at as _at
 from forgetting_testkit.trajectories import text_trajectory, toolcall_trajectory, trae_trajectory
 
-DEMO = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
 UPSTREAM = "http://127.0.0.1:9/v1"  # nothing listens there: a proxy case never gets that far
 
 
@@ -83,22 +89,6 @@ def write(path: Path, data: bytes | str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data.encode() if isinstance(data, str) else data)
     return path
-
-
-def demo_config(d: Path, name: str = "study.yaml", **changes: Any) -> Path:
-    """The demo config with absolute resource paths and its results under ``d``."""
-    cfg = copy.deepcopy(DEMO)
-    cfg["study"]["results_dir"] = str(d / "results")
-    cfg["tasks"]["ids_file"] = str(ROOT / "resources/demo/tasks.txt")
-    cfg["dataset"]["instances"] = str(ROOT / "resources/demo/tasks")
-    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
-    for key, value in changes.items():
-        node = cfg
-        *parents, last = key.split("__")
-        for k in parents:
-            node = node.setdefault(k, {})
-        node[last] = value
-    return write(d / name, yaml.safe_dump(cfg, sort_keys=False))
 
 
 def deep(n: int) -> str:

@@ -8,7 +8,6 @@ Each case is counted in the hostile-input summary under its class (``tests/hosti
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from forgetting_testkit.checkout import ROOT
-from forgetting_testkit.hostile import changed, run_main, snapshot
+from forgetting_testkit.hostile import changed, demo_config, run_main, snapshot
 
-DEMO = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 CLASS = "non-finite number"
 
@@ -31,26 +28,6 @@ EFFECTS = (
     "execution.proxy.timeout_s", "statistics.confidence", "execution.proxy.jitter", "pricing.prompt_tolerance",
     "analysis.refetch_threshold",
 )
-
-
-def demo_config(d: Path, changes: dict[str, Any]) -> Path:
-    """The demo config with absolute resource paths, its results under ``d`` and ``changes``
-    (dotted keys) applied; written as YAML (a NaN as ``.nan``)."""
-    cfg = copy.deepcopy(DEMO)
-    cfg["study"]["results_dir"] = str(d / "results")
-    cfg["tasks"]["ids_file"] = str(ROOT / "resources/demo/tasks.txt")
-    cfg["dataset"]["instances"] = str(ROOT / "resources/demo/tasks")
-    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
-    for key, value in changes.items():
-        node = cfg
-        *parents, last = key.split(".")
-        for k in parents:
-            node = node.setdefault(k, {})
-        node[last] = value
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / "study.yaml"
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return path
 
 
 def numeric_keys() -> Iterator[str]:
@@ -93,7 +70,7 @@ def test_the_sweep_holds_every_key_the_issue_saw_an_effect_of() -> None:
 def test_a_non_finite_number_in_the_config_file_is_one_line_naming_the_key(
     key: str, spelling: str, tmp_path: Path, tally: Any
 ) -> None:
-    config = demo_config(tmp_path, {key: NON_FINITE[spelling]})
+    config = demo_config(tmp_path, **{key: NON_FINITE[spelling]})
     assert "." + spelling.lstrip("-") in config.read_text()  # the YAML spelling: .nan, .inf, -.inf
     judge(tally, "plan", ["plan", str(config), "--out", str(tmp_path / "runs.parquet")], [tmp_path],
           says=(key, "not a finite number"))
@@ -108,13 +85,13 @@ def test_a_non_finite_number_in_a_set_override_is_one_line_naming_the_key(
     value = spelling
     for part in reversed(rest):
         value = f"{{{part}: {value}}}"
-    judge(tally, "plan", ["plan", str(demo_config(tmp_path, {})), "--set", f"{top}={value}",
+    judge(tally, "plan", ["plan", str(demo_config(tmp_path)), "--set", f"{top}={value}",
                           "--out", str(tmp_path / "runs.parquet")], [tmp_path], says=(key, "not a finite number"))
 
 
 def test_a_non_finite_number_anywhere_in_the_config_is_refused(tmp_path: Path, tally: Any) -> None:
     """Not only the schema's numeric keys: a policy's parameters too, and a number in a list."""
-    config = demo_config(tmp_path, {})
+    config = demo_config(tmp_path)
     cfg = yaml.safe_load(config.read_text())
     cfg["configurations"]["policies"] = [{"policy": "random", "amount": math.nan}]
     config.write_text(yaml.safe_dump(cfg))

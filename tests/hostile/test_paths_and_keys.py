@@ -14,7 +14,6 @@ Every case reports to the shared tally (``tests/hostile/conftest.py``)."""
 
 from __future__ import annotations
 
-import copy
 import os
 import socket
 from collections.abc import Callable, Iterator
@@ -22,30 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from forgetting_testkit.checkout import ROOT
-from forgetting_testkit.hostile import changed, run_main, snapshot
-
-DEMO = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
-
-
-def demo_config(d: Path, name: str = "study.yaml", **changes: Any) -> Path:
-    """The demo config with absolute resource paths and its results under ``d``."""
-    cfg = copy.deepcopy(DEMO)
-    cfg["study"]["results_dir"] = str(d / "results")
-    cfg["tasks"]["ids_file"] = str(ROOT / "resources/demo/tasks.txt")
-    cfg["dataset"]["instances"] = str(ROOT / "resources/demo/tasks")
-    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
-    for key, value in changes.items():
-        node = cfg
-        *parents, last = key.split("__")
-        for k in parents:
-            node = node.setdefault(k, {})
-        node[last] = value
-    path = d / name
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    return path
+from forgetting_testkit.hostile import changed, demo_config, run_main, snapshot
 
 
 def judge(tally: Any, surface: str, argv: list[str], roots: list[Path], *, says: tuple[str, ...] = (),

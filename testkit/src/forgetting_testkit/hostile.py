@@ -16,9 +16,11 @@ calls, with stdout and stderr captured); :func:`run_subprocess` runs one as a re
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import io
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,8 +30,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from forgetting import cli
 from forgetting_testkit.checkout import ROOT, cli_env
+
+#: the demo config the cases start from, as shipped
+DEMO: dict[str, Any] = yaml.safe_load((ROOT / "config/demo.yaml").read_text())
+
+
+def demo_config(d: Path, name: str = "study.yaml", **changes: Any) -> Path:
+    """The demo config with absolute resource paths and its results under ``d``, ``changes``
+    applied (a key ``a__b`` or ``a.b`` sets ``a.b``), written to ``d/name`` (a NaN as ``.nan``)."""
+    cfg = copy.deepcopy(DEMO)
+    cfg["study"]["results_dir"] = str(d / "results")
+    cfg["tasks"]["ids_file"] = str(ROOT / "resources/demo/tasks.txt")
+    cfg["dataset"]["instances"] = str(ROOT / "resources/demo/tasks")
+    cfg["pricing"]["dir"] = str(ROOT / "resources/pricing")
+    for key, value in changes.items():
+        node = cfg
+        *parents, last = re.split(r"__|\.", key)
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[last] = value
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
 
 #: seconds one case may take before it counts as a hang
 CASE_TIMEOUT_S = 30.0
