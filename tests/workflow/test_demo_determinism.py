@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -21,8 +20,8 @@ import pytest
 from forgetting.config import load_study
 from forgetting.layout import RUN_JSON, Layout
 from forgetting.plan import plan_runs
-from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.runner import write_study
+from forgetting_testkit.workflow_runs import finish, outputs, snakemake
 
 TASKS = ["demo__confkit-1", "demo__timekit-2"]
 CONFIGURATIONS = ["delayed-token-tool_output-50", "immediate-turn-both-100"]
@@ -42,26 +41,7 @@ def study_config(tmp: Path, name: str, scratch: Path) -> Path:
     )
 
 
-def snakemake(config: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--rerun-incomplete", *args],
-        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    )
 
-
-def finish(proc: subprocess.Popen[str], timeout: float = 900) -> None:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out[-4000:]
-
-
-def outputs(results: Path) -> dict[str, bytes]:
-    files = {}
-    for sub in ("datasets", "stats", "tables", "figures"):
-        for path in sorted((results / sub).rglob("*")):
-            if path.is_file() and path.name != "timings.parquet":
-                files[str(path.relative_to(results))] = path.read_bytes()
-    return files
 
 
 @pytest.mark.slow

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -28,8 +27,8 @@ import pytest
 from forgetting.config import load_study
 from forgetting.layout import RUN_JSON, Layout
 from forgetting.plan import plan_batches
-from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.runner import write_study
+from forgetting_testkit.workflow_runs import finish, outputs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -51,29 +50,7 @@ def study_config(tmp: Path) -> Path:
     )
 
 
-def snakemake(config: Path, *args: str) -> subprocess.Popen[str]:
-    """The plain command of the demo's profile (rerun-incomplete), in a process group of its own."""
-    return subprocess.Popen(
-        [bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--rerun-incomplete", *args],
-        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True,
-    )
 
-
-def finish(proc: subprocess.Popen[str], timeout: float = 900) -> str:
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out[-4000:]
-    return out
-
-
-def outputs(results: Path) -> dict[str, bytes]:
-    """What the study reports: every dataset but the wall-clock timings, statistics, tables, figures."""
-    files = {}
-    for sub in ("datasets", "stats", "tables", "figures"):
-        for path in sorted((results / sub).rglob("*")):
-            if path.is_file() and path.name != "timings.parquet":
-                files[str(path.relative_to(results))] = path.read_bytes()
-    return files
 
 
 def test_a_forced_rerun_stopped_by_ctrl_c_is_completed_by_the_plain_command(tmp_path):

@@ -1,0 +1,36 @@
+"""The demo profile's plain Snakemake command run as a test would run it from a terminal, and what
+a study reports, for the end-to-end workflow tests (tests/workflow/)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+
+
+def snakemake(config: Path, *args: str) -> subprocess.Popen[str]:
+    """The plain command of the demo's profile (rerun-incomplete), in a process group of its own
+    (so a test can signal the whole group, as a terminal does)."""
+    return subprocess.Popen(
+        [bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--rerun-incomplete", *args],
+        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )
+
+
+def finish(proc: subprocess.Popen[str], timeout: float = 900) -> str:
+    """Wait for ``proc``; it must succeed. Its output."""
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out[-4000:]
+    return out
+
+
+def outputs(results: Path) -> dict[str, bytes]:
+    """What the study reports: every dataset but the wall-clock timings, statistics, tables, figures."""
+    files = {}
+    for sub in ("datasets", "stats", "tables", "figures"):
+        for path in sorted((results / sub).rglob("*")):
+            if path.is_file() and path.name != "timings.parquet":
+                files[str(path.relative_to(results))] = path.read_bytes()
+    return files
