@@ -57,7 +57,7 @@ include: "workflow/rules/stats.smk"
 
 
 # the main process only (not a job re-reading this file on its node): the route, the profile's
-# partitions and this machine agree before anything is submitted (forgetting.cluster_route)
+# partitions and this machine agree before anything is submitted (forgetting.cluster.route)
 PLACEMENT_PROBLEMS = check_cluster_placement() if exec_mode_is_default() else []
 
 

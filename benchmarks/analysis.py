@@ -117,14 +117,14 @@ def regenerate(study_dir: Path, env: dict[str, str]) -> list[Stage]:
 
 def per_run(study_dir: Path, sample: int) -> dict[str, float]:
     """Milliseconds per run of each part of analyze_run, in this process, on a sample."""
-    from forgetting import calllog
-    from forgetting.analysis import analyze_run
+    from forgetting.analyze.batch import analyze_run
     from forgetting.behaviour import behaviour_options, label_run
-    from forgetting.config import load_study
     from forgetting.cost import cost_run
     from forgetting.cost.pricing import profiles_from_config
-    from forgetting.layout import Layout
-    from forgetting.plan import plan_runs
+    from forgetting.foundation.layout import Layout
+    from forgetting.records import calllog
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import plan_runs
 
     study = load_study(study_dir / "study.yaml")
     profiles, primary = profiles_from_config(study.section("pricing"), study.root)

@@ -34,8 +34,8 @@ SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 NAIVE = """
 import sys
 sys.path.insert(0, {src!r})
-from forgetting.config import load_study
-from forgetting.plan import plan_runs
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_runs
 STUDY = load_study({config!r})
 RUNS = [r.run_id for r in plan_runs(STUDY)]
 wildcard_constraints:

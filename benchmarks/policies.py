@@ -24,7 +24,7 @@ from proxy import history_for, prefixes, time_reducer  # noqa: E402  (benchmarks
 
 from forgetting import chat_format  # noqa: E402
 from forgetting.deletion.policy import PolicyContext  # noqa: E402
-from forgetting.naming import parse_configuration_name  # noqa: E402
+from forgetting.study.naming import parse_configuration_name  # noqa: E402
 
 NAMES = [
     "delayed-turn-tool_output-100",

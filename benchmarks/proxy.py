@@ -35,9 +35,9 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "testkit" / "src")]
 from forgetting import chat_format  # noqa: E402
 from forgetting.deletion import Reducer, reduce_history  # noqa: E402
 from forgetting.grid import Deletion, paper_configuration  # noqa: E402
-from forgetting.messages import segment  # noqa: E402
-from forgetting.proxy import ProxySettings, start_proxy  # noqa: E402
-from forgetting.served_format import Counting, load  # noqa: E402
+from forgetting.prompt.messages import segment  # noqa: E402
+from forgetting.prompt.served_format import Counting, load  # noqa: E402
+from forgetting.run.proxy import ProxySettings, start_proxy  # noqa: E402
 from forgetting_testkit import fakes  # noqa: E402
 from forgetting_testkit.histories import realistic  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 The argument for ``statistics.min_paired_tasks`` (docs/statistics.md, "Too few tasks to mark"):
 simulated studies where the configuration has no effect at all, analysed with the package's own
-resampling and percentile interval (:mod:`forgetting.stats.bootstrap`); a mark is a 95 % CI that
+resampling and percentile interval (:mod:`forgetting.report.stats.bootstrap`); a mark is a 95 % CI that
 excludes the null. Printed per number of paired tasks: the share of studies marked (nominal
 0.05) for three of the study's statistics — Δ tasks solved (paired resolved outcomes), the ratio
 of median turns (log-normal run lengths) and the ratio of totals (log-normal costs, the
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from forgetting.stats.bootstrap import percentile_interval, resample_indices
+from forgetting.report.stats.bootstrap import percentile_interval, resample_indices
 
 SIZES = (3, 4, 5, 6, 8, 10, 12, 15, 20, 30)
 

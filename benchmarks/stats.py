@@ -3,7 +3,7 @@
 Data: the paper's plan (config/config.yaml: 9,400 runs, 2 agents × (42 configurations + 5
 baseline repeats) × 100 tasks) filled with synthetic outcomes (forgetting_testkit.effects).
 
-* vectorised: the pipeline's own code (forgetting.stats.comparisons) — one task-weight matrix,
+* vectorised: the pipeline's own code (forgetting.report.stats.comparisons) — one task-weight matrix,
   matrix products for sums and a row-wise search for weighted medians; all 10 metrics of all
   84 evaluations (and, reported apart, the paired comparisons and summaries as `stats` runs them);
 * naive: a Python loop over resamples that, per resample, indexes each evaluation's and its
@@ -30,13 +30,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "testkit" / "src"))
 sys.path.insert(0, str(ROOT / "src"))
 
-from forgetting.config import load_study  # noqa: E402
-from forgetting.plan import plan_runs  # noqa: E402
-from forgetting.stats.bootstrap import resample_indices  # noqa: E402
-from forgetting.stats.comparisons import METRICS as SPECS  # noqa: E402
-from forgetting.stats.comparisons import Bootstrap, compute_comparisons, compute_effects, compute_summary  # noqa: E402
-from forgetting.stats.metrics import Group, StudyData  # noqa: E402
-from forgetting.stats.settings import StatsSettings  # noqa: E402
+from forgetting.report.stats.bootstrap import resample_indices  # noqa: E402
+from forgetting.report.stats.comparisons import METRICS as SPECS  # noqa: E402
+from forgetting.report.stats.comparisons import Bootstrap, compute_comparisons, compute_effects, compute_summary  # noqa: E402
+from forgetting.report.stats.metrics import Group, StudyData  # noqa: E402
+from forgetting.report.stats.settings import StatsSettings  # noqa: E402
+from forgetting.study.config import load_study  # noqa: E402
+from forgetting.study.plan import plan_runs  # noqa: E402
 from forgetting_testkit.effects import synthetic_tables  # noqa: E402
 
 #: every metric of the statistics, by name
@@ -47,7 +47,7 @@ class LoopGroup:
     """One group's data as per-task arrays, the way a per-resample loop would index them."""
 
     def __init__(self, g: Group, n: int) -> None:
-        from forgetting.stats.metrics import _COL
+        from forgetting.report.stats.metrics import _COL
 
         self.means = {k: g.means[:, i] for k, i in _COL.items()}
         self.turns_by_task = [g.runs["turns"][g.task_of == t] for t in range(n)]
@@ -138,7 +138,7 @@ def main() -> int:
 
     # both ways agree on the resamples the loop ran
     mask = np.ones(data.n_tasks, dtype=bool)
-    from forgetting.stats.comparisons import effect_samples
+    from forgetting.report.stats.comparisons import effect_samples
 
     worst, where = 0.0, None
     for e, g in enumerate(evaluations):

@@ -8,11 +8,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from forgetting.analysis import analyze_batch
-from forgetting.calllog import CallLogWriter
-from forgetting.config import load_study
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches
+from forgetting.analyze.batch import analyze_batch
+from forgetting.foundation.layout import Layout
+from forgetting.records.calllog import CallLogWriter
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.trajectories import write_run_json
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object",

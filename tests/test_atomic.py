@@ -9,8 +9,8 @@ import stat
 import pyarrow as pa
 import pytest
 
-from forgetting.atomic import atomic_path, atomic_paths, write_json, write_text
-from forgetting.schemas import write_table
+from forgetting.foundation.atomic import atomic_path, atomic_paths, write_json, write_text
+from forgetting.records.schemas import write_table
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def test_reading_a_log_again_sees_what_was_appended_since(tmp_path):
-    from forgetting.calllog import CallLogWriter, read_call_log
+    from forgetting.records.calllog import CallLogWriter, read_call_log
 
     path = tmp_path / "calls.jsonl"
     messages = [{"role": "user", "content": "hello"}]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from forgetting import chat_format
-from forgetting.calllog import CallLogWriter, read_call_log
+from forgetting.prompt import chat_format
+from forgetting.records.calllog import CallLogWriter, read_call_log
 
 TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {"properties": {"command": {}}}}}]
 

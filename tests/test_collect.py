@@ -7,12 +7,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from forgetting.collect import collect
-from forgetting.config import load_study
-from forgetting.errors import RunOutputError
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches, plan_runs
-from forgetting.schemas import DATASETS, read_dataset, write_table
+from forgetting.foundation.errors import RunOutputError
+from forgetting.foundation.layout import Layout
+from forgetting.records.schemas import DATASETS, read_dataset, write_table
+from forgetting.report.collect import collect
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit.stats_study import make_study, write_batches, write_config
 
 
@@ -90,8 +90,8 @@ def test_mark_mode_keeps_missing_runs_as_rows_and_statistics_still_run(tmp_path)
     stale = next(r for r in missing if r["run_id"] == other.runs[0].run_id)
     assert "differs from the plan" in stale["error"] and stale["resolved"] is None
 
-    from forgetting.stats.run import write_stats
-    from forgetting.tables import write_tables
+    from forgetting.report.stats.run import write_stats
+    from forgetting.report.tables import write_tables
 
     paths = write_stats(study)
     effects = read_dataset(paths["effects"]).to_pylist()

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from forgetting.config_reference import COMMAND, README, listed_keys, render, table
-from forgetting.config_schema import load_schema
+from forgetting.foundation.config_schema import load_schema
+from forgetting.study.config_reference import COMMAND, README, listed_keys, render, table
 from forgetting_testkit.checkout import cli_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def test_check_names_the_command_that_regenerates(tmp_path):
     stale = tmp_path / "README.md"
     text = README.read_text(encoding="utf-8")
     stale.write_text(text.replace("| integer in [0, 100] | 4 |", "| integer in [0, 100] | 5 |", 1))
-    module = [sys.executable, "-m", "forgetting.config_reference"]
+    module = [sys.executable, "-m", "forgetting.study.config_reference"]
     done = subprocess.run([*module, "--check", str(stale)], capture_output=True, text=True, env=cli_env())
     assert done.returncode == 1 and COMMAND in done.stderr
     done = subprocess.run([*module, "--write", str(stale)], capture_output=True, text=True, env=cli_env())

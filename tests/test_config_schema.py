@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from forgetting import config_schema
-from forgetting.config_schema import load_schema, schema_at
+from forgetting.foundation import config_schema
+from forgetting.foundation.config_schema import load_schema, schema_at
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
 
@@ -45,8 +45,8 @@ def test_every_count_and_number_has_a_maximum():
 
 
 def test_a_study_planning_more_runs_than_the_limit_is_refused_before_its_plan(tmp_path):
-    from forgetting.config import MAX_RUNS, load_study
-    from forgetting.errors import ConfigError
+    from forgetting.foundation.errors import ConfigError
+    from forgetting.study.config import MAX_RUNS, load_study
 
     root = SRC.parent.parent
     with pytest.raises(ConfigError, match=f"at most {MAX_RUNS:,}"):
@@ -115,13 +115,13 @@ def _plain(value: Any) -> Any:
 
 def _sections() -> dict[str, Callable[[], Any]]:
     """Settings classes whose fields are the keys of one section, built without a config."""
-    from forgetting.containers import ContainerSettings
+    from forgetting.cluster.containers import ContainerSettings
     from forgetting.deletion.settings import DeletionSettings
     from forgetting.demo.scripted.settings import ScriptedSettings
-    from forgetting.evaluation.settings import EvalSettings
-    from forgetting.proxy.settings import ProxySettings
-    from forgetting.runner.settings import TraeSettings
-    from forgetting.stats.settings import StatsSettings
+    from forgetting.evaluate.settings import EvalSettings
+    from forgetting.report.stats.settings import StatsSettings
+    from forgetting.run.proxy.settings import ProxySettings
+    from forgetting.run.settings import TraeSettings
 
     return {
         "execution.proxy": ProxySettings.from_config,
@@ -147,7 +147,7 @@ def test_every_settings_section_is_checked():
 
 @pytest.mark.parametrize("section", SECTIONS)
 def test_settings_take_every_default_from_the_schema(changed_schema, section):
-    from forgetting.config import PROJECT_ROOT
+    from forgetting.study.config import PROJECT_ROOT
 
     settings = _sections()[section]()
     defaults = _scalar_defaults(section)
@@ -167,8 +167,8 @@ def test_settings_take_every_default_from_the_schema(changed_schema, section):
 
 
 def test_runner_settings_take_their_defaults_from_the_schema(changed_schema):
-    from forgetting.config import PROJECT_ROOT
-    from forgetting.runner.settings import RunnerSettings
+    from forgetting.run.settings import RunnerSettings
+    from forgetting.study.config import PROJECT_ROOT
 
     s = RunnerSettings.from_config({"model": {"backend": "scripted", "name": "m"}, "dataset": {"kind": "demo"}})
     d = changed_schema
@@ -187,8 +187,8 @@ def test_runner_settings_take_their_defaults_from_the_schema(changed_schema):
 
 def test_the_study_and_the_policies_read_the_schema(changed_schema):
     from forgetting.deletion.policy import PolicyContext
-    from forgetting.model_server import vllm_command
-    from forgetting.tables.notes import NoteContext
+    from forgetting.report.tables.notes import NoteContext
+    from forgetting.run.model_server import vllm_command
 
     context = PolicyContext.from_config()
     assert (context.turn_cap, context.pricing_primary) == (changed_schema("agent.turn_cap"),
@@ -205,7 +205,7 @@ def test_the_study_and_the_policies_read_the_schema(changed_schema):
 
 
 def test_a_loaded_study_is_filled_from_the_schema(changed_schema, tmp_path):
-    from forgetting.config import study_from_mapping
+    from forgetting.study.config import study_from_mapping
 
     root = Path(__file__).resolve().parent.parent
     config = yaml.safe_load((root / "config" / "demo.yaml").read_text())

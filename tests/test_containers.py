@@ -20,8 +20,7 @@ import yaml
 from swebench.image_builder.image_spec import ImageSpec
 
 from forgetting import agents
-from forgetting.config import study_from_mapping
-from forgetting.containers import (
+from forgetting.cluster.containers import (
     IMAGE_NAMES,
     ContainerSettings,
     build_command,
@@ -31,8 +30,9 @@ from forgetting.containers import (
     pull_chunk,
     pull_chunks,
 )
-from forgetting.errors import ConfigError, ResourceError
-from forgetting.instance_images import host_architecture
+from forgetting.foundation.errors import ConfigError, ResourceError
+from forgetting.instances.images import host_architecture
+from forgetting.study.config import study_from_mapping
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.dryrun import by_rule, dry_run, small_study, study_config

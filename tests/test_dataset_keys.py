@@ -7,11 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from forgetting.collect import collect
-from forgetting.errors import RunOutputError
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches
-from forgetting.schemas import (
+from forgetting.foundation.errors import RunOutputError
+from forgetting.foundation.layout import Layout
+from forgetting.records.schemas import (
     CALLS_SCHEMA,
     DATASETS,
     PLAN_SCHEMA,
@@ -20,7 +18,9 @@ from forgetting.schemas import (
     write_dataset,
     write_table,
 )
-from forgetting.stats.schemas import STATS
+from forgetting.report.collect import collect
+from forgetting.report.stats.schemas import STATS
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.stats_study import make_study
 
 

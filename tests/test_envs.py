@@ -88,7 +88,7 @@ def test_the_checkouts_package_wins_over_an_installed_one_and_finds_its_schema(t
     """The interpreter here has another checkout's package installed (editable); a job of this
     checkout still imports this one, and its schema and resources resolve here."""
     code = ("import sys; sys.path.append(sys.argv[1]); import _checkout; "
-            "from forgetting.config_schema import SCHEMA_PATH; print(SCHEMA_PATH)")
+            "from forgetting.foundation.config_schema import SCHEMA_PATH; print(SCHEMA_PATH)")
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", code, str(ROOT / "workflow" / "scripts")], cwd=tmp_path, env=env,
                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()

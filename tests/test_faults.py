@@ -20,14 +20,14 @@ import pytest
 import yaml
 
 from forgetting import cli
-from forgetting.analysis import analyze_batch
-from forgetting.collect import collect
-from forgetting.config import load_study
-from forgetting.errors import ConfigError, ResourceError
-from forgetting.evaluation import evaluate_batch, read_report
-from forgetting.evaluation.instances import load_available
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches, plan_runs
+from forgetting.analyze.batch import analyze_batch
+from forgetting.evaluate import evaluate_batch, read_report
+from forgetting.foundation.errors import ConfigError, ResourceError
+from forgetting.foundation.layout import Layout
+from forgetting.instances.load import load_available
+from forgetting.report.collect import collect
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit import evaltask
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.studies import BATCH_FILES, paper_config, synthetic_study
@@ -367,7 +367,7 @@ def test_a_price_sheet_broken_after_planning_fails_the_analysis_before_any_run(t
 
 @pytest.mark.parametrize("damage,words", [
     (lambda p: p.write_bytes(b"PAR1\x00\x00 torn by a full disk"), "not a readable Parquet file"),
-    (lambda p: __import__("forgetting.schemas", fromlist=["x"]).write_table(
+    (lambda p: __import__("forgetting.records.schemas", fromlist=["x"]).write_table(
         pq.read_table(p).drop_columns(["resolved"]), p), "does not match its declared schema"),
 ])
 def test_a_corrupt_dataset_stops_the_statistics_in_one_line_and_keeps_the_old_ones(

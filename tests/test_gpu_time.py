@@ -9,8 +9,8 @@ from contextlib import redirect_stdout
 import pytest
 
 from forgetting.cli import main
-from forgetting.config import load_study
-from forgetting.gpu_time import batch_minutes, batch_runtime_min, run_cost, worst_calls
+from forgetting.run.gpu_time import batch_minutes, batch_runtime_min, run_cost, worst_calls
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT
 
 STUDY = ROOT / "config" / "config.yaml"

@@ -88,6 +88,6 @@ def test_help_imports_none_of_the_pipeline():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     loaded = set(json.loads(proc.stdout))
-    heavy = {"forgetting.config", "forgetting.deletion", "forgetting.runner", "pyarrow", "numpy", "swebench",
+    heavy = {"forgetting.study.config", "forgetting.deletion", "forgetting.run", "pyarrow", "numpy", "swebench",
              "minisweagent", "matplotlib", "snakemake"}
     assert loaded & heavy == set()

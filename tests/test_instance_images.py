@@ -8,8 +8,8 @@ import subprocess
 import pytest
 from swebench.image_builder.image_spec import ImageSpec
 
-from forgetting.errors import ConfigError
-from forgetting.instance_images import InstanceImages, host_architecture
+from forgetting.foundation.errors import ConfigError
+from forgetting.instances.images import InstanceImages, host_architecture
 from forgetting_testkit.checkout import ROOT
 
 
@@ -55,7 +55,7 @@ def test_a_bad_template_stops_the_config_with_one_line(template, message, tmp_pa
         InstanceImages.from_section({"name_template": template})
     import yaml
 
-    from forgetting.config import load_study
+    from forgetting.study.config import load_study
 
     cfg = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
     cfg["evaluation"] = {"instance_images": {"name_template": template}}

@@ -1,7 +1,7 @@
 """SIGKILL in the middle of a stage: the next invocation completes, redoes only what was
 interrupted, and the final tables are byte-identical to an uninterrupted run.
 
-The kill comes from the stage itself (``forgetting.faults.checkpoint``, armed by
+The kill comes from the stage itself (``forgetting.foundation.faults.checkpoint``, armed by
 ``FORGETTING_KILL_AT``), so it lands at the same point every time: right after the N-th
 output of the stage, or as an evaluation starts. The studies are synthetic (forgetting-synth);
 the evaluation test evaluates real patches of the demo tasks with the local backend.
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.collect import collect
-from forgetting.config import load_study
-from forgetting.evaluation import read_report
-from forgetting.evaluation.instances import load_instances
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches
-from forgetting.stats.run import write_stats
-from forgetting.tables import write_tables
+from forgetting.evaluate import read_report
+from forgetting.foundation.layout import Layout
+from forgetting.instances.load import load_instances
+from forgetting.report.collect import collect
+from forgetting.report.stats.run import write_stats
+from forgetting.report.tables import write_tables
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.studies import analyze_batches, paper_config, place, synthetic_study
 from forgetting_testkit.synth import synthesize
@@ -154,9 +154,9 @@ def demo_small(tmp_path_factory) -> Path:
 
 DRIVER = """
 import sys
-from forgetting.config import load_study
-from forgetting.evaluation import evaluate_batch
-from forgetting.plan import plan_batches
+from forgetting.study.config import load_study
+from forgetting.evaluate import evaluate_batch
+from forgetting.study.plan import plan_batches
 study = load_study(sys.argv[1])
 batch = next(b for b in plan_batches(study) if b.key.startswith("mini/baseline/"))
 evaluate_batch(study, batch, manifest=sys.argv[2], log=sys.argv[3])

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from forgetting.model_server import wait_healthy, with_loopback_no_proxy
+from forgetting.run.model_server import wait_healthy, with_loopback_no_proxy
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.config_schema import schema_at
-from forgetting.model_server import (
+from forgetting.foundation.config_schema import schema_at
+from forgetting.run.model_server import (
     BACKENDS,
     ModelServerError,
     backend_of,
@@ -196,7 +196,7 @@ def test_vllm_on_the_cpu_sets_its_environment_entry_point_and_no_gpu_options(tmp
 
 
 def test_an_overlay_can_unset_the_image_and_a_cpu_list_is_checked(tmp_path):
-    from forgetting.config_schema import section
+    from forgetting.foundation.config_schema import section
 
     assert section("model.vllm", {"apptainer_image": None})["apptainer_image"] is None
     with pytest.raises(Exception, match="cpu_threads"):

@@ -1,4 +1,4 @@
-"""Configuration naming in one module (forgetting.naming): name → configuration, configuration
+"""Configuration naming in one module (forgetting.study.naming): name → configuration, configuration
 → name, name → label; the policies keep only their own grammar."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from forgetting import naming
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import PAPER_CONFIGURATIONS
+from forgetting.study import naming
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
-#: what only forgetting.naming defines (at module level: policies define their own grammar as methods)
+#: what only forgetting.study.naming defines (at module level: policies define their own grammar as methods)
 NAMING = ("parse_configuration_name", "policy_from_name", "name_entry", "name_schemes", "canonical_name",
           "policy_label", "configuration_label", "is_paper_like", "check_given_name")
 

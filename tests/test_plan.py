@@ -1,9 +1,9 @@
 import pyarrow.parquet as pq
 import pytest
 
-from forgetting.config import load_study
-from forgetting.plan import derive_seed, parse_run_id, plan_batches, plan_runs, summarize
-from forgetting.schemas import PLAN_SCHEMA
+from forgetting.records.schemas import PLAN_SCHEMA
+from forgetting.study.config import load_study
+from forgetting.study.plan import derive_seed, parse_run_id, plan_batches, plan_runs, summarize
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ import re
 import pytest
 import yaml
 
-from forgetting.config import load_schema, load_study
 from forgetting.deletion import (
     DEFAULT_PLACEHOLDERS,
     DeletionSettings,
@@ -16,10 +15,11 @@ from forgetting.deletion import (
     policies,
 )
 from forgetting.deletion.policy import PolicyContext
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import Deletion
-from forgetting.naming import canonical_name, name_entry, policy_from_name, policy_label
-from forgetting.policies import build_policies
+from forgetting.study.config import load_schema, load_study
+from forgetting.study.naming import canonical_name, name_entry, policy_from_name, policy_label
+from forgetting.study.policies import build_policies
 
 
 def test_unknown_policy_is_one_line_listing_the_known_ones():

@@ -1,4 +1,4 @@
-"""Seeds and stable hashes: one module (forgetting.seeds), the same numbers as before it.
+"""Seeds and stable hashes: one module (forgetting.foundation.seeds), the same numbers as before it.
 
 The expected values were computed with the copies this module replaced (plan.derive_seed,
 deletion.draws, scripted.draws, scripted.model, stats.synthetic, synth.world, synth.run):
@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from forgetting import chat_format, seeds, tasks
 from forgetting.deletion import draws
 from forgetting.demo.scripted.draws import Draws, run_key_for
-from forgetting.plan import derive_seed
+from forgetting.foundation import seeds
+from forgetting.instances import tasks
+from forgetting.prompt import chat_format
+from forgetting.study.plan import derive_seed
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
 
@@ -41,7 +43,7 @@ def test_content_names_are_the_ones_of_before():
 
 
 def test_sha256_is_called_in_the_seeds_module_only():
-    """Every other module hashes through forgetting.seeds, so a key is hashed one way."""
+    """Every other module hashes through forgetting.foundation.seeds, so a key is hashed one way."""
     callers = sorted(
         str(p.relative_to(SRC))
         for p in SRC.rglob("*.py")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from forgetting.errors import ResourceError
-from forgetting.sif import HEADER_SIZE, read_sif
+from forgetting.foundation.errors import ResourceError
+from forgetting.foundation.sif import HEADER_SIZE, read_sif
 from forgetting_testkit.sif import sif_bytes, write_sif
 
 

@@ -1,4 +1,4 @@
-from forgetting.tasks import per_repository, read_id_file, repository_of, stratified_sample
+from forgetting.instances.tasks import per_repository, read_id_file, repository_of, stratified_sample
 
 
 def test_shipped_task_list_is_the_documented_seeded_stratified_sample(repo_root):

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from forgetting.calllog import read_call_log
-from forgetting.errors import RunOutputError
-from forgetting.usage import NO_USAGE, Usage, parse_usage
+from forgetting.foundation.errors import RunOutputError
+from forgetting.prompt.usage import NO_USAGE, Usage, parse_usage
+from forgetting.records.calllog import read_call_log
 
 WHERE = "calls.jsonl: line 7 (call 3)"
 

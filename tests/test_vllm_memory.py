@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.errors import ResourceError
-from forgetting.vllm_memory import (
+from forgetting.foundation.errors import ResourceError
+from forgetting.run.vllm_memory import (
     GIB,
     Budget,
     ModelShape,
@@ -114,8 +114,8 @@ def test_route_cs_one_server_holds_the_runs_in_flight_of_every_batch_job():
 
     import yaml
 
-    from forgetting.config import merge_configs, study_from_mapping
-    from forgetting.vllm_memory import runs_in_flight
+    from forgetting.run.vllm_memory import runs_in_flight
+    from forgetting.study.config import merge_configs, study_from_mapping
     from forgetting_testkit.checkout import ROOT
 
     base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from forgetting.errors import ConfigError
-from forgetting.stagelog import StageLog
+from forgetting.foundation.errors import ConfigError
+from forgetting.foundation.stagelog import StageLog
 from forgetting.workflow import job
 
 

@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from forgetting.errors import ConfigError
-from forgetting.inputs import read_yaml
-from forgetting.messages import ActionSyntax
+from forgetting.foundation.errors import ConfigError
+from forgetting.foundation.inputs import read_yaml
+from forgetting.prompt.messages import ActionSyntax
 
 #: mini-swe-agent's own benchmark configs: tool calling (the study's) and text actions
 MINI_CONFIGS: dict[str, str] = {"mini": "swebench.yaml", "mini-text": "swebench_backticks.yaml"}

@@ -4,7 +4,7 @@ Each subcommand lives in :mod:`forgetting.commands` as a module with ``add_parse
 and ``run(args) -> int``. A command module imports at its top only what ``--help`` needs (the
 standard library and a few light modules: errors, atomic, layout, its shared arguments) and the
 pipeline inside ``run``, so ``--help`` stays fast (tests/test_imports.py).
-A :class:`~forgetting.errors.UserError` is printed as one line and exits with status 2, and
+A :class:`~forgetting.foundation.errors.UserError` is printed as one line and exits with status 2, and
 so is a bad argument (after the usage line) and an :class:`OSError` on a path the user
 named — an argument, or the results directory of the study the arguments name (a
 directory where a file should go, a missing parent, no permission): ``error: PATH: why``.
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from forgetting import __version__
-from forgetting.atomic import is_disk_full
-from forgetting.errors import UserError
+from forgetting.foundation.atomic import is_disk_full
+from forgetting.foundation.errors import UserError
 
 #: subcommand modules under forgetting.commands, in the order --help lists them
 COMMANDS: tuple[str, ...] = (
@@ -75,7 +75,7 @@ def _user_path(exc: OSError, named: Iterable[Path]) -> str | None:
         for n in named:
             if path == n or n in path.parents or path in n.parents:
                 return str(path)
-            if path.parent == n.parent and path.name.startswith(f".{n.name}."):  # forgetting.atomic's
+            if path.parent == n.parent and path.name.startswith(f".{n.name}."):  # forgetting.foundation.atomic's
                 return str(n)
     return None
 
@@ -94,10 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def exit_status(command: Callable[[], int | None], args: argparse.Namespace | None = None) -> int:
-    """Carry out a command: its exit status, a :class:`~forgetting.errors.UserError` as one
+    """Carry out a command: its exit status, a :class:`~forgetting.foundation.errors.UserError` as one
     ``error:`` line and its status (2), an interrupt as 130, a closed pipe (``| head``) as 0,
     an :class:`OSError` on a path ``args`` names (:func:`named_paths`), or a full disk
-    anywhere (:func:`forgetting.atomic.is_disk_full`), as one ``error:`` line and status 2."""
+    anywhere (:func:`forgetting.foundation.atomic.is_disk_full`), as one ``error:`` line and status 2."""
     try:
         return int(command() or 0)
     except UserError as exc:

@@ -5,7 +5,7 @@ A configuration name reads ``{timing}-{granularity}-{scope}-{amount}``, e.g.
 reference is ``baseline``. The paper's grid is 3 scopes × 7 (granularity, amount) ×
 2 timings = 42 configurations. Policies beyond the paper (longer delays, batching,
 masking, …) are :class:`Deletion` values too, built from config by
-:mod:`forgetting.policies`; every consumer (proxy, planner, analysis) sees one type.
+:mod:`forgetting.study.policies`; every consumer (proxy, planner, analysis) sees one type.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Deletion:
     """One deletion configuration: what the proxy deletes from old turns, and when.
 
     ``policy`` is ``"none"`` for the baseline and ``"random"`` for the paper's random
-    turn- or token-level deletion; other policies (see :mod:`forgetting.policies`) add
+    turn- or token-level deletion; other policies (see :mod:`forgetting.study.policies`) add
     their parameters in ``params``. ``amount`` is a percentage in (0, 100].
     """
 
@@ -67,7 +67,7 @@ class Deletion:
 
     def columns(self) -> dict[str, Any]:
         """The configuration's columns in the datasets and statistics, in their order
-        (:data:`forgetting.schemas.CONFIGURATION_COLUMNS`)."""
+        (:data:`forgetting.records.schemas.CONFIGURATION_COLUMNS`)."""
         return {"policy": self.policy, "scope": self.scope, "granularity": self.granularity, "amount": self.amount,
                 "timing": self.timing, "keep_last": self.keep_last}
 

@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from forgetting.atomic import is_disk_full
-from forgetting.config import Study, read_yaml, study_from_mapping
-from forgetting.config_schema import error_line, first_error, load_schema
-from forgetting.containers import check_paths
-from forgetting.errors import ConfigError, UserError
-from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
-from forgetting.plan import Batch, Run, plan_batches, plan_runs
+from forgetting.cluster.containers import check_paths
+from forgetting.foundation.atomic import is_disk_full
+from forgetting.foundation.config_schema import error_line, first_error, load_schema
+from forgetting.foundation.errors import ConfigError, UserError
+from forgetting.foundation.layout import EVAL_JSON, RUN_JSON, Layout
+from forgetting.foundation.stagelog import stop_line
 from forgetting.records import is_finished
-from forgetting.stagelog import stop_line
-from forgetting.stats.settings import settings_of
+from forgetting.report.stats.settings import settings_of
+from forgetting.study.config import Study, read_yaml, study_from_mapping
+from forgetting.study.plan import Batch, Run, plan_batches, plan_runs
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def check_sources(
 ) -> None:
     """What Snakemake's own reading hides, as one :class:`ConfigError` line: a config file that
     names a key twice (Snakemake keeps the last; each file is read again through
-    :func:`forgetting.config.read_yaml`), and a bad key or value given with ``--config``
+    :func:`forgetting.study.config.read_yaml`), and a bad key or value given with ``--config``
     (``overrides``), blamed on ``--config`` rather than on the config file."""
     for path in configfiles:
         read_yaml(path)
@@ -181,11 +181,12 @@ def batch_of(study: Study, wildcards: Any) -> Batch:
 @contextlib.contextmanager
 def job(smk: Any) -> Iterator[None]:
     """The body of a rule's ``script:`` (every ``workflow/scripts/*.py`` runs in one): a
-    :class:`~forgetting.errors.UserError`, or a full disk (:func:`forgetting.atomic.is_disk_full`),
-    ends the job with its one line ``error: …`` on stderr and in the rule's log, and exit
-    status 2 — no traceback. Any other exception is a bug and keeps its traceback. Ctrl-C
-    (SIGINT, which a terminal sends the whole process group, so every job gets it) ends the
-    job with one line saying so and status 130, no traceback."""
+    :class:`~forgetting.foundation.errors.UserError`, or a full disk
+    (:func:`forgetting.foundation.atomic.is_disk_full`), ends the job with its one line
+    ``error: …`` on stderr and in the rule's log, and exit status 2 — no traceback. Any other
+    exception is a bug and keeps its traceback. Ctrl-C (SIGINT, which a terminal sends the whole
+    process group, so every job gets it) ends the job with one line saying so and status 130, no
+    traceback."""
     try:
         yield
     except UserError as exc:
@@ -207,7 +208,7 @@ def _stop(smk: Any, line: str, code: int) -> NoReturn:
 
 def _append_once(path: Path, line: str) -> None:
     """Append ``line`` to the log at ``path`` unless its last line already is it (a stage's
-    own :class:`~forgetting.stagelog.StageLog` writes the error line it stops on)."""
+    own :class:`~forgetting.foundation.stagelog.StageLog` writes the error line it stops on)."""
     with contextlib.suppress(OSError):
         last = path.read_text(encoding="utf-8", errors="replace").rstrip("\n").rsplit("\n", 1)[-1]
         if last == line:

@@ -126,7 +126,7 @@ def test_bad_rules_table_is_one_line_error(tmp_path: Path, mutate, message: str)
 
 
 def test_unknown_agent_is_user_error() -> None:
-    from forgetting.errors import UserError
+    from forgetting.foundation.errors import UserError
 
     with pytest.raises(UserError, match="unknown agent 'swe-agent'"):
         load_rules().label_tool("swe-agent", "bash", {"command": "ls"})
@@ -153,8 +153,8 @@ def test_behaviour_options_from_the_study_config(repo_root: Path, tmp_path: Path
     import importlib.resources as ir
 
     from forgetting.behaviour import behaviour_options
-    from forgetting.config import load_study
-    from forgetting.errors import ConfigError
+    from forgetting.foundation.errors import ConfigError
+    from forgetting.study.config import load_study
 
     rules = tmp_path / "my_rules.yaml"
     rules.write_text((ir.files("forgetting") / "data" / "label_rules.yaml").read_text())

@@ -13,8 +13,8 @@ import pytest
 
 from forgetting.behaviour import label_run, load_trajectory
 from forgetting.behaviour.refetch import distinct_lines
-from forgetting.errors import RunOutputError, UserError
-from forgetting.schemas import RUNS_SCHEMA, TOOL_CALLS_SCHEMA
+from forgetting.foundation.errors import RunOutputError, UserError
+from forgetting.records.schemas import RUNS_SCHEMA, TOOL_CALLS_SCHEMA
 from forgetting_testkit.trajectories import (
     A_PY,
     deletion,

@@ -6,9 +6,9 @@ import json
 
 import pyarrow.csv as pacsv
 
-from forgetting import chat_format, schemas, tokenizer
-from forgetting.calllog import CallLogWriter
-from forgetting.records import PartDeletion
+from forgetting.prompt import chat_format, tokenizer
+from forgetting.records import PartDeletion, schemas
+from forgetting.records.calllog import CallLogWriter
 
 TOOLS = [
     {

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from forgetting.behaviour import label_run
-from forgetting.schemas import TOOL_CALLS_SCHEMA, read_dataset
+from forgetting.records.schemas import TOOL_CALLS_SCHEMA, read_dataset
 from forgetting_testkit import trajectories
 
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.config import load_study
-from forgetting.containers import agents_partition
-from forgetting.errors import UserError
-from forgetting.preflight import PreflightFailed, node_checks, partitions_of, run_in_job, target_key
-from forgetting.preflight.checks import check_conda_envs, check_image, emulator_for, host_goarch
+from forgetting.cluster.containers import agents_partition
+from forgetting.cluster.preflight import PreflightFailed, node_checks, partitions_of, run_in_job, target_key
+from forgetting.cluster.preflight.checks import check_conda_envs, check_image, emulator_for, host_goarch
+from forgetting.foundation.errors import UserError
+from forgetting.study.config import load_study
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
@@ -280,7 +280,7 @@ def test_gold_checks_that_the_images_reproduce_each_task(tmp_path):
 
 
 def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  # noqa: F811 (the fixture)
-    from forgetting.preflight.gold import gold_checks
+    from forgetting.cluster.preflight.gold import gold_checks
     from forgetting_testkit import evaltask
 
     row_file = next((tmp_path / "tasks").glob("*/instance.json"))
@@ -292,7 +292,7 @@ def test_a_task_the_image_does_not_reproduce_fails_gold(study_file, tmp_path):  
     assert "this image does not reproduce the task" in task.detail
     assert (total.ok, total.detail) == (False, "0 of 1 tasks: the gold patch resolves, the unfixed repository does not")
     # the workflow's job (rule preflight_gold): no output, so no batch or evaluation job starts
-    from forgetting.preflight.gold import run_gold_in_job
+    from forgetting.cluster.preflight.gold import run_gold_in_job
 
     out, log = tmp_path / "pre" / "gold.txt", tmp_path / "logs" / "gold.log"
     with pytest.raises(PreflightFailed, match=r"gold patches: 1 of 1 tasks failed \(gold .*\); see .*gold\.log"):
@@ -331,7 +331,7 @@ def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cp
 
 def test_apptainers_cache_and_temporary_directories_are_checked(tmp_path):
     """Writable, with room, and the temporary directory not in memory (a GPU node's /tmp often is)."""
-    from forgetting.preflight.checks import check_apptainer_dirs
+    from forgetting.cluster.preflight.checks import check_apptainer_dirs
 
     mounts = tmp_path / "mounts"
     mounts.write_text(f"/dev/vda / ext4 rw 0 0\ntmpfs {tmp_path / 'ram'} tmpfs rw 0 0\n")
@@ -351,8 +351,8 @@ def test_the_trae_check_runs_a_runs_own_launch_and_catches_the_bind_of_8c875c1(s
     """The check runs trae-cli through the command line a run builds (trae.container_command): the
     run's options, its writable layer, the prefix's id= image bind. The bind without id= (the form
     of 8c875c1) finds no data partition in the built image, and the check says so."""
-    from forgetting.preflight.launch import check_trae_launch
-    from forgetting.runner import trae
+    from forgetting.cluster.preflight.launch import check_trae_launch
+    from forgetting.run import trae
 
     study = load_study(site)
     check = check_trae_launch(study, dict(os.environ))

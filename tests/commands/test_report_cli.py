@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.errors import ConfigError
-from forgetting.stats.settings import StatsSettings, settings_of
+from forgetting.foundation.errors import ConfigError
+from forgetting.report.stats.settings import StatsSettings, settings_of
+from forgetting.study.config import load_study
 from forgetting_testkit.stats_study import write_config
 
 

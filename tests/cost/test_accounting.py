@@ -178,7 +178,7 @@ def test_ttl_is_refreshed_by_every_use():
 
 
 def test_ttl_needs_timestamps():
-    from forgetting.errors import RunOutputError
+    from forgetting.foundation.errors import RunOutputError
 
     ttl = PricingProfile("ttl", 0.45, 0.09, 2.25, 0.45, ttl_s=10)
     with pytest.raises(RunOutputError, match=r"'ttl'.*timestamps"):

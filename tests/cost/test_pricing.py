@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from forgetting.cost.pricing import load_profile, load_profiles
-from forgetting.errors import ResourceError
+from forgetting.foundation.errors import ResourceError
 
 GOOD = """\
 per_million_tokens:
@@ -89,9 +89,9 @@ def test_unknown_and_duplicate_profiles(tmp_path):
 
 
 def test_profiles_from_a_study_config(repo_root, tmp_path):
-    from forgetting.config import load_study
     from forgetting.cost.pricing import profiles_from_config
-    from forgetting.errors import ConfigError
+    from forgetting.foundation.errors import ConfigError
+    from forgetting.study.config import load_study
 
     study = load_study(repo_root / "config" / "config.yaml")
     profiles, primary = profiles_from_config(study.section("pricing"), study.root)

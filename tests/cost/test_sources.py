@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from forgetting import chat_format
 from forgetting.cost import cost_run, load_profiles, load_run
 from forgetting.cost.trajectory import MINI_BASH_TOOL
-from forgetting.errors import RunOutputError
+from forgetting.foundation.errors import RunOutputError
+from forgetting.prompt import chat_format
 from forgetting_testkit.naive_cost import naive_prefixes
 
 GEN = [151644, 77091, 198]  # <|im_start|>assistant\n

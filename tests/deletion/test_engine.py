@@ -10,13 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgetting import tokenizer
 from forgetting.deletion import DEFAULT_PLACEHOLDERS, DeletionSettings, Reducer, reduce_history
 from forgetting.deletion.parts import decompose
 from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.grid import PAPER_CONFIGURATIONS, SCOPE_PARTS, Deletion, paper_configuration
-from forgetting.messages import actions, segment
+from forgetting.prompt import tokenizer
+from forgetting.prompt.messages import actions, segment
 from forgetting_testkit.histories import (
     SYSTEM,
     TASK,

@@ -19,9 +19,9 @@ from forgetting.deletion.policy import HistoryView, PolicyContext
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.registry import make_policy
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
-from forgetting.messages import Action, actions, segment
-from forgetting.naming import parse_configuration_name
-from forgetting.policies import build_policies
+from forgetting.prompt.messages import Action, actions, segment
+from forgetting.study.naming import parse_configuration_name
+from forgetting.study.policies import build_policies
 from forgetting_testkit.histories import (
     ACTIONS,
     action_spans,
@@ -193,7 +193,7 @@ def test_masking_keeps_the_last_m_outputs_and_names_the_omitted_lines():
 
 
 def test_mask_placeholder_must_name_the_lines():
-    from forgetting.errors import ConfigError
+    from forgetting.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"k\[0\]\.placeholder: .* containing \{lines\}"):
         build_policies([{"policy": "mask", "keep_last": 3, "placeholder": "[gone]"}], "k")
@@ -378,7 +378,7 @@ def test_gate_prices_come_from_the_configured_profile(repo_root):
     entry = {"policy": "gate", "scope": "both", "granularity": "turn", "amount": 50, "timing": "delayed"}
     (d,) = build_policies([{**entry, "pricing": "write-premium-ttl"}], "k", ctx)
     assert d.params["pricing"] == "write-premium-ttl" and d.params["cache_write"] > d.params["input"]
-    from forgetting.errors import ConfigError
+    from forgetting.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"^k\[0\]\.pricing: .*no pricing profile 'nope'"):
         build_policies([{**entry, "pricing": "nope"}], "k", ctx)
@@ -428,8 +428,8 @@ def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
 
 @pytest.mark.parametrize("style", ["tool_calls", "text"])
 def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
-    from forgetting.calllog import read_call_log
-    from forgetting.proxy import start_proxy
+    from forgetting.records.calllog import read_call_log
+    from forgetting.run.proxy import start_proxy
     from forgetting_testkit.fakes.openai_upstream import FakeUpstream
     from forgetting_testkit.proxy_client import FAST, drive
 

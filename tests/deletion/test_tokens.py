@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forgetting import tokenizer
 from forgetting.deletion import draws
 from forgetting.deletion.tokens import kept_text, removal_mask, removed_count
+from forgetting.prompt import tokenizer
 
 
 def test_exact_removes_round_half_up_of_n_times_x():

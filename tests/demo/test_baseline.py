@@ -8,9 +8,9 @@ import subprocess
 import pyarrow.parquet as pq
 import pytest
 
-from forgetting.config import load_study
 from forgetting.demo.tasks import demo_task_ids
-from forgetting.layout import Layout
+from forgetting.foundation.layout import Layout
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.runner import write_study
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.runner import mini
+from forgetting.run import mini
 
 #: what pytest needs to run (its dependencies on this Python), linked into each environment
 PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")

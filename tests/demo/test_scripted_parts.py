@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.config import load_schema
 from forgetting.demo.scripted import ScriptedSettings, TaskBook
 from forgetting.demo.scripted import commands as cmds
 from forgetting.demo.scripted.knowledge import ReadSpec, load_task
@@ -22,7 +21,8 @@ from forgetting.demo.scripted.observations import (
     returncode,
 )
 from forgetting.demo.scripted.prefix_cache import PrefixCache
-from forgetting.errors import ConfigError, ResourceError
+from forgetting.foundation.errors import ConfigError, ResourceError
+from forgetting.study.config import load_schema
 from forgetting_testkit import scripted as S
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from forgetting import chat_format
 from forgetting.demo.scripted import SEED_HEADER, ScriptedModelServer
+from forgetting.prompt import chat_format
 from forgetting_testkit import scripted as S
 from forgetting_testkit.checkout import cli_env
 from forgetting_testkit.naive_cost import lcp_tokens

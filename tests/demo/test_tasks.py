@@ -30,8 +30,8 @@ from forgetting.demo.tasks import (
     load_instance,
     load_solution,
 )
-from forgetting.errors import ResourceError, UserError
-from forgetting.tasks import read_id_file
+from forgetting.foundation.errors import ResourceError, UserError
+from forgetting.instances.tasks import read_id_file
 from forgetting_testkit.checkout import ROOT
 
 DEMO = ROOT / "resources/demo"

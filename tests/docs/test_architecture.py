@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from forgetting.config_schema import load_schema, schema_at
+from forgetting.foundation.config_schema import load_schema, schema_at
 from forgetting_testkit.checkout import ROOT
 
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
@@ -74,8 +74,8 @@ def test_the_architecture_page_names_modules():
     # the check has something to check: the protocols and stages are named by their modules
     names = _dotted_names(_text())
     assert len(names) >= 60
-    for protocol in ("forgetting.deletion.policy.Policy", "forgetting.model_server.ServerBackend",
-                     "forgetting.evaluation.backends.Backend", "forgetting.records.read_trajectory"):
+    for protocol in ("forgetting.deletion.policy.Policy", "forgetting.run.model_server.ServerBackend",
+                     "forgetting.evaluate.backends.Backend", "forgetting.records.read_trajectory"):
         assert protocol in names
 
 

@@ -1,5 +1,5 @@
 """docs/cluster.md's GPU-time arithmetic, recomputed from the code that sizes the jobs
-(``forgetting.gpu_time``): every figure the page states is the model's own, rounded as shown."""
+(``forgetting.run.gpu_time``): every figure the page states is the model's own, rounded as shown."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from forgetting.gpu_time import THROUGHPUT, batch_minutes, run_cost
+from forgetting.run.gpu_time import THROUGHPUT, batch_minutes, run_cost
 from forgetting_testkit.checkout import ROOT
 
 DOC = (ROOT / "docs" / "cluster.md").read_text()

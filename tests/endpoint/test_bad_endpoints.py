@@ -14,11 +14,11 @@ import sys
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.errors import UserError
-from forgetting.layout import Layout
-from forgetting.model_server import free_port
-from forgetting.runner import run_batch
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import Layout
+from forgetting.run import run_batch
+from forgetting.run.model_server import free_port
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.endpoints import (
     KEY_ENV,

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from forgetting.config import load_study
 from forgetting.endpoint.address import AddressError, ServerAddress, publish_address, read_address, wait_for_address
-from forgetting.errors import UserError
-from forgetting.layout import RUN_JSON
-from forgetting.runner import run_batch
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import RUN_JSON
+from forgetting.run import run_batch
+from forgetting.study.config import load_study
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.endpoints import KEY_ENV, TEST_KEY, files_holding, key_env

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from forgetting.config import load_schema
-from forgetting.endpoint_settings import EndpointSettings
-from forgetting.errors import ConfigError
-from forgetting.model_server import BACKENDS, ServingBackend, backend_of
+from forgetting.foundation.errors import ConfigError
+from forgetting.run.model_server import BACKENDS, ServingBackend, backend_of
+from forgetting.study.config import load_schema
+from forgetting.study.endpoint_settings import EndpointSettings
 from forgetting_testkit.endpoints import TEST_KEY
 from forgetting_testkit.runner import study_at
 

@@ -17,19 +17,19 @@ import pytest
 from swebench.harness.constants import END_TEST_OUTPUT, START_TEST_OUTPUT
 from swebench.image_builder.image_spec import ImageSpec
 
-from forgetting.errors import ResourceError, UserError
-from forgetting.evaluation.apptainer import (
+from forgetting.evaluate.apptainer import (
     ApptainerBackend,
     exec_command,
     image_uri,
     pull_command,
     pull_image,
 )
-from forgetting.evaluation.evaluate import evaluate_patch
-from forgetting.evaluation.grading import spec_for, verdict_from_log
-from forgetting.evaluation.scripts import apply_and_eval_script
-from forgetting.evaluation.settings import ApptainerSettings, EvalSettings
-from forgetting.instance_images import InstanceImages
+from forgetting.evaluate.evaluate import evaluate_patch
+from forgetting.evaluate.grading import spec_for, verdict_from_log
+from forgetting.evaluate.scripts import apply_and_eval_script
+from forgetting.evaluate.settings import ApptainerSettings, EvalSettings
+from forgetting.foundation.errors import ResourceError, UserError
+from forgetting.instances.images import InstanceImages
 from forgetting_testkit import evaltask, fakes
 from forgetting_testkit.fakes.apptainer_exec import can_mount as fakes_can_mount
 from forgetting_testkit.sif import write_sif
@@ -295,7 +295,7 @@ def test_a_killed_runs_layer_is_removed_by_the_next_one(fake, tmp_path):
     removes the layers of processes that are gone, never a live one's."""
     import socket
 
-    from forgetting.evaluation.layer import layers_dir, writable_layer
+    from forgetting.evaluate.layer import layers_dir, writable_layer
 
     settings, _ = fake
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

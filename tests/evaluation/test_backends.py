@@ -1,4 +1,4 @@
-"""The evaluation backends by name (forgetting.evaluation.backends.BACKENDS): each value the
+"""The evaluation backends by name (forgetting.evaluate.backends.BACKENDS): each value the
 schema allows for ``evaluation.backend`` names a class that the study's settings configure."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.config_schema import schema_at
-from forgetting.errors import ConfigError
-from forgetting.evaluation.backends import BACKENDS, make_backend
-from forgetting.evaluation.settings import EvalSettings
+from forgetting.evaluate.backends import BACKENDS, make_backend
+from forgetting.evaluate.settings import EvalSettings
+from forgetting.foundation.config_schema import schema_at
+from forgetting.foundation.errors import ConfigError
+from forgetting.study.config import load_study
 
 
 def test_the_registry_names_what_the_schema_allows():

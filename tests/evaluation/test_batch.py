@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from forgetting import cli
-from forgetting.config import load_study
-from forgetting.errors import ConfigError, ResourceError
-from forgetting.evaluation import evaluate_batch, load_instances, read_report
-from forgetting.evaluation.report import EvalReport, write_report
-from forgetting.plan import plan_batches
+from forgetting.evaluate import evaluate_batch, load_instances, read_report
+from forgetting.foundation.errors import ConfigError, ResourceError
+from forgetting.records.eval_report import EvalReport, write_report
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches
 from forgetting_testkit import evaltask
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.evaltask import make_run
@@ -163,8 +163,8 @@ def test_load_instances_of_a_swebench_study(tmp_path):
 
 
 def test_local_backend_refuses_swebench_studies(tmp_path):
-    from forgetting.evaluation.backends import make_backend
-    from forgetting.evaluation.settings import EvalSettings
+    from forgetting.evaluate.backends import make_backend
+    from forgetting.evaluate.settings import EvalSettings
 
     study = swebench_study(tmp_path, tmp_path / "x.jsonl", backend="local")
     with pytest.raises(ConfigError, match="'local' evaluates the demo tasks only"):

@@ -16,16 +16,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from forgetting.config import load_study
-from forgetting.errors import ResourceError
-from forgetting.evaluation.apptainer import ApptainerBackend
-from forgetting.evaluation.dataset_file import HubDataset, dataset_source, read_instances
-from forgetting.evaluation.grading import require_harness_fields, spec_for
-from forgetting.evaluation.instance_record import CLASSIC, SWEBENCH5, Instance, require
-from forgetting.evaluation.instances import check_task_list, load_instances
-from forgetting.evaluation.settings import EvalSettings
-from forgetting.runner.workspace import check_task_rows
-from forgetting.tasks import read_id_file
+from forgetting.evaluate.apptainer import ApptainerBackend
+from forgetting.evaluate.grading import require_harness_fields, spec_for
+from forgetting.evaluate.settings import EvalSettings
+from forgetting.foundation.errors import ResourceError
+from forgetting.instances.dataset_file import HubDataset, dataset_source, read_instances
+from forgetting.instances.load import check_task_list, load_instances
+from forgetting.instances.record import CLASSIC, SWEBENCH5, Instance, require
+from forgetting.instances.tasks import read_id_file
+from forgetting.run.workspace import check_task_rows
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.runner import runner_settings
 from forgetting_testkit.shared_data import VERIFIED_IDS, VERIFIED_PARQUET, shared_file

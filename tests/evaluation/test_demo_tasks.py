@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from forgetting.demo import tasks as demo_tasks
-from forgetting.evaluation.evaluate import evaluate_patch
-from forgetting.evaluation.local import LocalBackend, demo_checkout
-from forgetting.evaluation.settings import EvalSettings
+from forgetting.evaluate.evaluate import evaluate_patch
+from forgetting.evaluate.local import LocalBackend, demo_checkout
+from forgetting.evaluate.settings import EvalSettings
 from forgetting_testkit.checkout import ROOT
 
 TASKS = ROOT / "resources" / "demo" / "tasks"

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from swebench.harness.grading import get_eval_report
 
-from forgetting.errors import ResourceError, UserError
-from forgetting.evaluation.docker_harness import (
+from forgetting.evaluate.docker_harness import (
     DockerBackend,
     collect,
     harness_command,
@@ -21,9 +20,10 @@ from forgetting.evaluation.docker_harness import (
     require_engine,
     write_predictions,
 )
-from forgetting.evaluation.evaluate import evaluate_patch
-from forgetting.evaluation.grading import spec_for
-from forgetting.evaluation.settings import EvalSettings
+from forgetting.evaluate.evaluate import evaluate_patch
+from forgetting.evaluate.grading import spec_for
+from forgetting.evaluate.settings import EvalSettings
+from forgetting.foundation.errors import ResourceError, UserError
 from forgetting_testkit import evaltask
 
 RUN_ID = "mini/baseline/demo__calc-1/1"

@@ -22,13 +22,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.atomic import write_json
-from forgetting.collect import collect
-from forgetting.config import load_study
-from forgetting.errors import RunOutputError
-from forgetting.evaluation import evaluate_batch, read_report
-from forgetting.evaluation.instances import load_instances
-from forgetting.evaluation.report import (
+from forgetting.evaluate import evaluate_batch, read_report
+from forgetting.foundation.atomic import write_json
+from forgetting.foundation.errors import RunOutputError
+from forgetting.foundation.layout import Layout
+from forgetting.instances.load import load_instances
+from forgetting.records.eval_report import (
     EVAL_ERRORS,
     OUTCOMES,
     STATUSES,
@@ -37,11 +36,12 @@ from forgetting.evaluation.report import (
     patch_digest,
     write_report,
 )
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches, run_id
-from forgetting.stats.run import compute_statistics
-from forgetting.stats.settings import StatsSettings
-from forgetting.tables.build import StatsTables, table1
+from forgetting.report.collect import collect
+from forgetting.report.stats.run import compute_statistics
+from forgetting.report.stats.settings import StatsSettings
+from forgetting.report.tables.build import StatsTables, table1
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches, run_id
 from forgetting_testkit import evaltask
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.dryrun import parse_jobs

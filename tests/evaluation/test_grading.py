@@ -7,13 +7,13 @@ import pytest
 from swebench.harness.grading import get_eval_report
 from swebench.image_builder.image_spec import ImageSpec
 
-from forgetting.errors import ResourceError
-from forgetting.evaluation.grading import (
+from forgetting.evaluate.grading import (
     grade_log,
     require_harness_fields,
     spec_for,
     verdict_from_log,
 )
+from forgetting.foundation.errors import ResourceError
 
 ROW = {
     "instance_id": "demo__calc-1",

@@ -13,10 +13,10 @@ import pytest
 from swebench.harness.log_parsers import PARSER_REGISTRY
 from swebench.harness.log_parsers.python import MAP_REPO_TO_PARSER_PY
 
-from forgetting.evaluation.dataset_file import read_instances
-from forgetting.evaluation.grading import repository_parser, spec_for, verdict_from_log
-from forgetting.evaluation.instance_record import Instance
-from forgetting.tasks import read_id_file
+from forgetting.evaluate.grading import repository_parser, spec_for, verdict_from_log
+from forgetting.instances.dataset_file import read_instances
+from forgetting.instances.record import Instance
+from forgetting.instances.tasks import read_id_file
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.runner_logs import FAIL, PASS, eval_log
 from forgetting_testkit.shared_data import VERIFIED_PARQUET, shared_file

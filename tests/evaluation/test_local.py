@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from forgetting.evaluation.evaluate import evaluate_patch
-from forgetting.evaluation.local import LocalBackend, with_report_flag
-from forgetting.evaluation.settings import EvalSettings
+from forgetting.evaluate.evaluate import evaluate_patch
+from forgetting.evaluate.local import LocalBackend, with_report_flag
+from forgetting.evaluate.settings import EvalSettings
 from forgetting_testkit import evaltask
 
 F2P = ["tests/test_calc.py::test_mean_fraction", "tests/test_rounding.py::test_mean_negative"]

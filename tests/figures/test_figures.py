@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from forgetting.figures import FIGURES, PNG_DPI, build_figure, save_figure
-from forgetting.figures.layout import FIGURE_WIDTH_IN, LABEL_CHARS, LABEL_LINES
 from forgetting.grid import PAPER_CONFIGURATIONS
-from forgetting.stats.settings import StatsSettings
-from forgetting.tables.build import StatsTables
+from forgetting.report.figures import FIGURES, PNG_DPI, build_figure, save_figure
+from forgetting.report.figures.layout import FIGURE_WIDTH_IN, LABEL_CHARS, LABEL_LINES
+from forgetting.report.stats.settings import StatsSettings
+from forgetting.report.tables.build import StatsTables
 from forgetting_testkit.checkout import ROOT
 
 LONG = "an-overlay-configuration-whose-free-name-is-much-longer-than-any-label-should-be"

@@ -99,11 +99,11 @@ class World:
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory) -> World:
-    from forgetting.analysis import analyze_batch
-    from forgetting.collect import collect
-    from forgetting.config import load_study
-    from forgetting.layout import Layout
-    from forgetting.plan import plan_batches
+    from forgetting.analyze.batch import analyze_batch
+    from forgetting.foundation.layout import Layout
+    from forgetting.report.collect import collect
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import plan_batches
     from forgetting_testkit.synth import synthesize
 
     out = tmp_path_factory.mktemp("hostile") / "study"

@@ -67,7 +67,7 @@ def test_a_key_given_twice_in_the_config_and_in_a_set_value(tmp_path, tally) -> 
 
 
 def test_a_merge_key_may_still_override() -> None:
-    from forgetting.inputs import parse_yaml
+    from forgetting.foundation.inputs import parse_yaml
 
     assert parse_yaml("a: &a {x: 1}\nb:\n  <<: *a\n  x: 2\n", "s") == {"a": {"x": 1}, "b": {"x": 2}}
 
@@ -101,7 +101,7 @@ def test_a_base_url_with_a_space_or_a_malformed_ipv6_host(what, tmp_path, tally)
 
 
 def test_a_well_formed_ipv6_base_url_is_accepted(tmp_path) -> None:
-    from forgetting.config import load_study
+    from forgetting.study.config import load_study
 
     config = demo_config(tmp_path, model={"backend": "endpoint", "name": "m",
                                           "endpoint": {"base_url": "http://[::1]:8000/v1"}})
@@ -162,7 +162,7 @@ def test_an_oserror_on_a_path_only_the_config_names_is_one_line(tmp_path, tally)
 
     from forgetting.cli import _user_path, named_paths
     from forgetting.commands.study_args import noted
-    from forgetting.config import load_study
+    from forgetting.study.config import load_study
 
     (tmp_path / "afile").write_text("x")
     config = demo_config(tmp_path, execution__scratch_dir=str(tmp_path / "afile" / "scratch"))
@@ -217,9 +217,9 @@ def test_a_run_record_of_the_wrong_shape_is_not_evaluated(what, world, tmp_path,
 
 
 def test_a_run_record_of_the_wrong_shape_fails_its_run_only_in_a_batch(world, tmp_path) -> None:
-    from forgetting.config import load_study
-    from forgetting.errors import RunOutputError
-    from forgetting.evaluation.batch import check_run_record
+    from forgetting.evaluate.batch import check_run_record
+    from forgetting.foundation.errors import RunOutputError
+    from forgetting.study.config import load_study
 
     run = _run_copy(world, tmp_path)
     record = json.loads((run / "run.json").read_text())
@@ -231,8 +231,8 @@ def test_a_run_record_of_the_wrong_shape_fails_its_run_only_in_a_batch(world, tm
 
 
 def test_evaluate_errored_finds_a_torn_eval_json_instead_of_skipping_it(world, tmp_path, tally) -> None:
-    from forgetting.config import load_study
-    from forgetting.evaluation.redo import errored_runs
+    from forgetting.evaluate.redo import errored_runs
+    from forgetting.study.config import load_study
 
     study_dir = tmp_path / "study"
     shutil.copytree(world.study, study_dir)

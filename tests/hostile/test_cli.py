@@ -193,7 +193,7 @@ def _wrong_values(schema: dict[str, Any]) -> Iterator[tuple[str, Any]]:
 
 
 def schema_cases() -> Iterator[Case]:
-    from forgetting.config_schema import load_schema
+    from forgetting.foundation.config_schema import load_schema
 
     for path, sub in _leaves(load_schema()):
         if path[0] in ("only", "only_agents", "only_tasks"):
@@ -644,8 +644,8 @@ _HELD: list[socket.socket] = []
 
 def _with_batch(world: Any, argv: list[str]) -> list[str]:
     if "BATCH" in argv:
-        from forgetting.config import load_study
-        from forgetting.plan import plan_batches
+        from forgetting.study.config import load_study
+        from forgetting.study.plan import plan_batches
 
         argv[argv.index("BATCH")] = plan_batches(load_study(argv[1]))[0].key
     return argv

@@ -1,6 +1,6 @@
 """Hostile values in the datasets: a count or cost that is negative, NaN or infinite in a run
 dataset (``runs``, ``calls``, ``tool_calls``, ``run_costs``, ``timings``) or the plan is
-refused where the dataset is read (:func:`forgetting.schemas.read_dataset`), with one line
+refused where the dataset is read (:func:`forgetting.records.schemas.read_dataset`), with one line
 naming the file, the row and the column — before it reaches a table (on main 8c875c1 a
 ``run_costs`` row with a negative cost gave a report that said ok and a baseline mean cost of
 −499.22; a NaN on a secondary profile changed no table).
@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from forgetting.errors import RunOutputError
-from forgetting.schemas import DATASETS, PLAN_SCHEMA, SIGNED, read_dataset, write_table
+from forgetting.foundation.errors import RunOutputError
+from forgetting.records.schemas import DATASETS, PLAN_SCHEMA, SIGNED, read_dataset, write_table
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.hostile import changed, run_main, snapshot
 
@@ -80,8 +80,8 @@ def test_a_signed_column_may_be_negative_and_a_null_count_is_no_value(world: Any
 
 
 def test_the_plan_is_range_checked_too(tmp_path: Path) -> None:
-    from forgetting.config import load_study
-    from forgetting.plan import write_run_table
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import write_run_table
 
     write_run_table(load_study(ROOT / "config/demo.yaml"), tmp_path / "planned.parquet")
     table = pq.read_table(tmp_path / "planned.parquet")

@@ -89,7 +89,7 @@ def test_regeneration_over_missing_run_outputs_stops_before_any_job(world, tmp_p
 DRIVER = """
 import os, signal, sys
 from types import SimpleNamespace
-from forgetting.stagelog import StageLog
+from forgetting.foundation.stagelog import StageLog
 from forgetting.workflow import job
 with job(SimpleNamespace(log=[sys.argv[1]])), StageLog(sys.argv[1]) as out:
     out.line("working")
@@ -98,7 +98,7 @@ with job(SimpleNamespace(log=[sys.argv[1]])), StageLog(sys.argv[1]) as out:
 """
 
 
-#: SIGTERM as the batch job turns it into an exit (forgetting.runner.batch.Terminated: status 128 + 15)
+#: SIGTERM as the batch job turns it into an exit (forgetting.run.batch.Terminated: status 128 + 15)
 TERM = """
 def _exit(signum, frame):
     raise SystemExit(128 + signum)
@@ -109,7 +109,7 @@ signal.signal(signal.SIGTERM, _exit)
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM"])
 def test_a_workflow_job_stopped_by_a_signal_says_so_in_one_line(tmp_path, tally, how):
     """The body of every rule script (forgetting.workflow.job) under Ctrl-C; and SIGTERM as a
-    batch turns it into an exit (forgetting.runner.batch)."""
+    batch turns it into an exit (forgetting.run.batch)."""
     log = tmp_path / "stage.log"
     code = DRIVER if how == "SIGINT" else DRIVER.replace("with job(", TERM + "with job(")
     proc = subprocess.run([sys.executable, "-c", code, str(log), how], cwd=ROOT, env=cli_env(),

@@ -2,7 +2,7 @@
 command line) is refused wherever a user can hand one in — every numeric key of the config
 file, a ``--set`` override, a numeric option — with one line naming the key, before any work.
 jsonschema's bounds cannot do it (every comparison with NaN is false), so the config's check
-is one walk over the whole document at load (:func:`forgetting.config_schema.non_finite`).
+is one walk over the whole document at load (:func:`forgetting.foundation.config_schema.non_finite`).
 
 Each case is counted in the hostile-input summary under its class (``tests/hostile/conftest.py``)."""
 
@@ -32,7 +32,7 @@ EFFECTS = (
 
 def numeric_keys() -> Iterator[str]:
     """Every key of the config schema whose value is a number or an integer."""
-    from forgetting.config_schema import load_schema
+    from forgetting.foundation.config_schema import load_schema
 
     def walk(node: dict[str, Any], path: tuple[str, ...]) -> Iterator[str]:
         for key, sub in (node.get("properties") or {}).items():
@@ -101,8 +101,8 @@ def test_a_non_finite_number_anywhere_in_the_config_is_refused(tmp_path: Path, t
 
 def test_a_section_checked_alone_refuses_a_non_finite_number() -> None:
     """What a settings class checks when handed a section (a test's, a command line's)."""
-    from forgetting.config_schema import section
-    from forgetting.errors import ConfigError
+    from forgetting.foundation.config_schema import section
+    from forgetting.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"execution\.proxy\.jitter: \.nan is not a finite number"):
         section("execution.proxy", {"jitter": math.nan})

@@ -3,7 +3,7 @@
 - **Special files as outputs** (``out special``): every output option of every command, given a
   FIFO, a socket, a symbolic link to a FIFO or a device node, is one ``error:`` line naming the
   option and the path, before any work — the special file is left as it was (an atomic write
-  never replaces what is not a regular file: ``forgetting.atomic.refuse_special``).
+  never replaces what is not a regular file: ``forgetting.foundation.atomic.refuse_special``).
 - **Symbolic links in run directories** (``run-dir symlink``): a run whose ``patch.diff``,
   ``trajectory.json``, ``calls.jsonl``, ``run.json`` or ``eval.json`` links out of the results
   tree is refused, one line naming the file; the outside content reaches no output.
@@ -78,8 +78,8 @@ SPECIAL: dict[str, Callable[[Path], Path]] = {
 
 
 def _batch_key(config: Path) -> str:
-    from forgetting.config import load_study
-    from forgetting.plan import plan_batches
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import plan_batches
 
     return plan_batches(load_study(config))[0].key
 
@@ -124,9 +124,9 @@ def test_dev_null_itself_is_refused_as_an_output(tally):
     """``--out /dev/null`` names the machine's device node: refused by the check every command
     runs first (checked before the command runs at all: were it not refused, root would
     replace /dev/null)."""
-    from forgetting.atomic import refuse_special
-    from forgetting.errors import UserError
-    from forgetting.inputs import check_output_file
+    from forgetting.foundation.atomic import refuse_special
+    from forgetting.foundation.errors import UserError
+    from forgetting.foundation.inputs import check_output_file
 
     with pytest.raises(UserError, match="/dev/null: exists and is a character device, not a regular file"):
         check_output_file("/dev/null", "--out")
@@ -142,7 +142,7 @@ def test_dev_null_itself_is_refused_as_an_output(tally):
 
 def test_the_atomic_writes_refuse_a_special_file(tmp_path):
     """The writes themselves (a caller that skipped the check): nothing written, the FIFO kept."""
-    from forgetting import atomic
+    from forgetting.foundation import atomic
 
     fifo = _fifo(tmp_path / "f")
     for write in (lambda: atomic.write_text(fifo, "x"),
@@ -276,9 +276,9 @@ def test_a_linked_patch_never_reaches_the_evaluation(world, tally, tmp_path):
     the file (counted with the evaluation errors), and the outside content is in no file of the
     results — not in ``eval/patch.diff``, not in ``eval.json`` — for the workflow's evaluation
     and for ``forgetting evaluate RUN_DIR``."""
-    from forgetting.config import load_study
-    from forgetting.evaluation.batch import evaluate_batch
-    from forgetting.plan import plan_batches
+    from forgetting.evaluate.batch import evaluate_batch
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import plan_batches
 
     study_dir, config = _study_copy(world, tmp_path)
     run_dir = study_dir / world.mini_run.relative_to(world.study)
@@ -306,10 +306,10 @@ def test_an_analysis_lists_a_linked_run_as_not_analysed(world, tmp_path):
     naming the file — a counted exclusion, never the outside content."""
     import pyarrow.parquet as pq
 
-    from forgetting.analysis import analyze_batch
-    from forgetting.config import load_study
-    from forgetting.layout import Layout
-    from forgetting.plan import plan_batches
+    from forgetting.analyze.batch import analyze_batch
+    from forgetting.foundation.layout import Layout
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import plan_batches
 
     study_dir, config = _study_copy(world, tmp_path)
     run_dir = study_dir / world.mini_run.relative_to(world.study)

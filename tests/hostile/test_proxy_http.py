@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forgetting.calllog import read_call_log
 from forgetting.grid import paper_configuration
-from forgetting.proxy import ProxySettings, start_proxy
-from forgetting.proxy.server import ProxyServer
+from forgetting.records.calllog import read_call_log
+from forgetting.run.proxy import ProxySettings, start_proxy
+from forgetting.run.proxy.server import ProxyServer
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import SYSTEM, TASK
 from forgetting_testkit.hostile import Outcome

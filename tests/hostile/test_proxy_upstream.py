@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from forgetting.calllog import read_call_log
 from forgetting.grid import paper_configuration
-from forgetting.proxy import ProxySettings, start_proxy
-from forgetting.proxy.server import ProxyServer
-from forgetting.proxy.upstream import Upstream
+from forgetting.records.calllog import read_call_log
+from forgetting.run.proxy import ProxySettings, start_proxy
+from forgetting.run.proxy.server import ProxyServer
+from forgetting.run.proxy.upstream import Upstream
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.hostile import Outcome
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.errors import UserError
-from forgetting.proxy.key_spellings import spellings
-from forgetting.proxy.upstream import Access, Upstream
+from forgetting.foundation.errors import UserError
+from forgetting.run.proxy.key_spellings import spellings
+from forgetting.run.proxy.upstream import Access, Upstream
 
 #: a key with the characters JSON and URL encodings change
 KEY = "sk-proj/Ab+cd=EF_0123-hostile-key/xyz"
@@ -141,7 +141,7 @@ def test_no_spelling_of_the_key_reaches_the_endpoint_log_or_the_error(echo_url, 
 
 
 def test_a_key_that_is_not_ascii_is_one_line_naming_the_variable():
-    from forgetting.endpoint_settings import read_api_key
+    from forgetting.study.endpoint_settings import read_api_key
 
     for key in ("sk-ключ-123", "sk-\u2013dash", "sk-caf\xe9"):
         with pytest.raises(UserError, match=r"model.endpoint.api_key_env: the value of K holds a character outside "
@@ -167,7 +167,7 @@ def test_credentials_in_an_address_files_base_url_are_refused_and_never_echoed(t
 
 
 def test_upstream_urls_with_credentials_are_refused_without_echoing_them():
-    from forgetting.proxy.upstream import base_url
+    from forgetting.run.proxy.upstream import base_url
 
     for url in ("http://u:sk-secret-9@127.0.0.1:8000/v1", "http://sk-secret-9@[::1/v1", "gopher://sk-secret-9@h/v1"):
         with pytest.raises(UserError) as caught:

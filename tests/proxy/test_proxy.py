@@ -13,13 +13,13 @@ import threading
 
 import pytest
 
-from forgetting import chat_format
-from forgetting.calllog import read_call_log
 from forgetting.deletion import reduce_history
-from forgetting.errors import RunOutputError
+from forgetting.foundation.errors import RunOutputError
 from forgetting.grid import paper_configuration
-from forgetting.proxy import ProxySettings, start_proxy
-from forgetting.proxy.upstream import Upstream
+from forgetting.prompt import chat_format
+from forgetting.records.calllog import read_call_log
+from forgetting.run.proxy import ProxySettings, start_proxy
+from forgetting.run.proxy.upstream import Upstream
 from forgetting_testkit.checkout import cli_env
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS, SYSTEM, TASK
@@ -286,7 +286,7 @@ def test_the_proxys_stop_is_bounded_even_when_a_handler_is_stuck_holding_the_cal
     """A handler stuck mid-write (a hung file system) holds the call log: the stop still returns
     within its bound, says it gave up, and what was answered is on disk (issue 25: a proxy not
     exited 10 s after SIGTERM on a loaded machine)."""
-    from forgetting.proxy.server import STOP_TIMEOUT_S
+    from forgetting.run.proxy.server import STOP_TIMEOUT_S
 
     with FakeUpstream(style="text") as up:
         px = start_proxy(up.url, paper_configuration("baseline"), 3, tmp_path, "mini-text/baseline/t/1",
@@ -382,7 +382,7 @@ def test_cli_resolves_names_from_a_study_config(tmp_path, repo_root):
     import yaml
 
     from forgetting.commands.proxy import resolve_deletion
-    from forgetting.config import load_study
+    from forgetting.study.config import load_study
 
     cfg = yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
     cfg["configurations"] = {
@@ -425,7 +425,7 @@ def test_start_proxy_refuses_a_busy_port(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        from forgetting.errors import UserError
+        from forgetting.foundation.errors import UserError
 
         with pytest.raises(UserError, match=r"cannot listen on 127\.0\.0\.1"):
             start_proxy(
@@ -439,7 +439,7 @@ def test_start_proxy_refuses_a_busy_port(tmp_path):
 
 
 def test_proxy_settings_defaults_match_the_config_schema():
-    from forgetting.config import load_schema
+    from forgetting.study.config import load_schema
 
     props = load_schema()["properties"]["execution"]["properties"]["proxy"]["properties"]
     defaults = ProxySettings.from_config().as_dict()

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from forgetting.calllog import read_call_log
 from forgetting.cost import cost_run, load_profiles
-from forgetting.errors import UserError
+from forgetting.foundation.errors import UserError
 from forgetting.grid import paper_configuration
-from forgetting.proxy import ProxySettings, start_proxy
+from forgetting.records.calllog import read_call_log
+from forgetting.run.proxy import ProxySettings, start_proxy
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import SYSTEM, TASK
 from forgetting_testkit.proxy_client import FAST, request
@@ -173,7 +173,7 @@ def test_credentials_are_redacted_in_the_call_log_and_forwarded_upstream(tmp_pat
 @pytest.mark.parametrize("key", ["api_key", "Authorization", "x-api-key", "access_token", "auth_token", "token",
                                  "client_secret", "password", "db_passwd", "credentials", "openai_api_key"])
 def test_credential_keys(key):
-    from forgetting.proxy.openai_api import is_credential
+    from forgetting.run.proxy.openai_api import is_credential
 
     assert is_credential(key)
 
@@ -181,6 +181,6 @@ def test_credential_keys(key):
 @pytest.mark.parametrize("key", ["max_tokens", "max_completion_tokens", "skip_special_tokens", "top_logprobs",
                                  "allowed_token_ids", "model", "temperature", "stop"])
 def test_not_credential_keys(key):
-    from forgetting.proxy.openai_api import is_credential
+    from forgetting.run.proxy.openai_api import is_credential
 
     assert not is_credential(key)

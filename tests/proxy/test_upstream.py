@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from forgetting.proxy.shared_limits import SharedLimits
-from forgetting.proxy.upstream import REDACTED, Access, Upstream, retry_after_s
+from forgetting.run.proxy.shared_limits import SharedLimits
+from forgetting.run.proxy.upstream import REDACTED, Access, Upstream, retry_after_s
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.fakes.provider import FakeProvider, Rule
 

@@ -16,8 +16,7 @@ import pytest
 from forgetting import cli
 from forgetting.behaviour import label_run
 from forgetting.cost import load_run
-from forgetting.errors import RunOutputError, UserError
-from forgetting.plan import plan_runs
+from forgetting.foundation.errors import RunOutputError, UserError
 from forgetting.records import (
     SYNTHETIC_BACKEND,
     CallLogFile,
@@ -29,7 +28,8 @@ from forgetting.records import (
     read_run_record,
     write_run_record,
 )
-from forgetting.stats.labels import provenance_note
+from forgetting.report.stats.labels import provenance_note
+from forgetting.study.plan import plan_runs
 from forgetting_testkit.runner import study_at
 from forgetting_testkit.trajectories import (
     edit_at,

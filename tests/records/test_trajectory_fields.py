@@ -14,7 +14,7 @@ import pytest
 from forgetting import cli
 from forgetting.behaviour import label_run
 from forgetting.cost import load_run
-from forgetting.errors import RunOutputError
+from forgetting.foundation.errors import RunOutputError
 from forgetting_testkit.trajectories import edit_at, text_trajectory, toolcall_trajectory, trae_trajectory, write_json
 
 # toolcall_trajectory(): messages[2] is turn 1's assistant message, [3] its tool output,

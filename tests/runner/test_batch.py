@@ -13,10 +13,10 @@ import pytest
 
 from forgetting.behaviour import label_run
 from forgetting.demo.tasks import checkout
-from forgetting.layout import AGENT_LOG, CALLS, PATCH, RUN_JSON, TRAJECTORY, Layout
+from forgetting.foundation.layout import AGENT_LOG, CALLS, PATCH, RUN_JSON, TRAJECTORY, Layout
 from forgetting.records import read_run_record
-from forgetting.runner import run_batch
-from forgetting.runner.versions import SCRIPTED_NOTE
+from forgetting.run import run_batch
+from forgetting.run.versions import SCRIPTED_NOTE
 from forgetting_testkit.runner import TASKS, batch_of, ok_calls, run_dir, run_json, snapshot, study_at
 
 pytestmark = pytest.mark.slow

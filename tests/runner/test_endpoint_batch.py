@@ -19,10 +19,10 @@ import time
 
 import pytest
 
-from forgetting.calllog import read_call_log
-from forgetting.config import load_study
-from forgetting.layout import CALLS, RUN_JSON, TRAJECTORY, Layout
-from forgetting.runner import run_batch
+from forgetting.foundation.layout import CALLS, RUN_JSON, TRAJECTORY, Layout
+from forgetting.records.calllog import read_call_log
+from forgetting.run import run_batch
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.endpoints import (
     KEY_ENV,

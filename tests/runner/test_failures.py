@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.layout import RUN_JSON, Layout
-from forgetting.runner import RunsNotFinished, run_batch
-from forgetting.runner.rundir import stale_dirs
+from forgetting.foundation.layout import RUN_JSON, Layout
+from forgetting.run import RunsNotFinished, run_batch
+from forgetting.run.rundir import stale_dirs
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.runner import (
     FAKE_VLLM_MODEL,
@@ -118,14 +118,14 @@ def test_a_model_server_that_dies_mid_batch_leaves_its_runs_unfinished(tmp_path,
 
 
 def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, monkeypatch):
-    import forgetting.runner.execute
-    import forgetting.runner.workspace
+    import forgetting.run.execute
+    import forgetting.run.workspace
 
     monkeypatch.setenv("FAKE_VLLM_SUBMIT_AT", "2")
     study = study_at(tmp_path, model=FAKE_VLLM_MODEL, tasks={"ids": [TASK, "demo__ledger-1"]},
                      repeats={"baseline": 2, "deletion": 1})
     batch = batch_of(study, "mini", "baseline")
-    real_proxy, real_checkout = forgetting.runner.execute.start_proxy, forgetting.runner.workspace.checkout
+    real_proxy, real_checkout = forgetting.run.execute.start_proxy, forgetting.run.workspace.checkout
 
     def proxy_fails_for_repeat_2(upstream, deletion, seed, log_dir, run_id, **kw):
         if run_id == f"mini/baseline/{TASK}/2":
@@ -139,8 +139,8 @@ def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, 
 
     # the run processes are forked from this one, so they see the patched functions (patched
     # where the runner looks them up)
-    monkeypatch.setattr(forgetting.runner.execute, "start_proxy", proxy_fails_for_repeat_2)
-    monkeypatch.setattr(forgetting.runner.workspace, "checkout", checkout_fails_for_ledger)
+    monkeypatch.setattr(forgetting.run.execute, "start_proxy", proxy_fails_for_repeat_2)
+    monkeypatch.setattr(forgetting.run.workspace, "checkout", checkout_fails_for_ledger)
     with pytest.raises(RunsNotFinished) as failure:
         run_batch(study, batch, echo=False)
     message = str(failure.value)
@@ -196,7 +196,7 @@ def test_a_stopped_batch_leaves_no_run_process_and_no_model_server(tmp_path, how
 
 
 def test_runs_over_their_time_limit_are_finished_as_errors(tmp_path, monkeypatch):
-    from forgetting.runner.settings import RunnerSettings
+    from forgetting.run.settings import RunnerSettings
 
     monkeypatch.setenv("FAKE_VLLM_CALL_DELAY", "0.6")
     study = study_at(tmp_path, model=FAKE_VLLM_MODEL, repeats={"baseline": 2, "deletion": 1},

@@ -20,19 +20,19 @@ import time
 
 import pytest
 
-from forgetting.layout import RUN_JSON, Layout
-from forgetting.plan import PACKED, plan_batches
-from forgetting.runner import run_batch
-from forgetting.runner.batch import BatchRunner
-from forgetting.runner.settings import RunnerSettings
-from forgetting.schemas import DATASETS
-from forgetting.stagelog import StageLog
+from forgetting.foundation.layout import RUN_JSON, Layout
+from forgetting.foundation.stagelog import StageLog
+from forgetting.records.schemas import DATASETS
+from forgetting.run import run_batch
+from forgetting.run.batch import BatchRunner
+from forgetting.run.settings import RunnerSettings
+from forgetting.study.plan import PACKED, plan_batches
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.runner import batch_of, study_at, write_study
 
 pytestmark = pytest.mark.slow
 
-#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.layout.BATCH_DOWNSTREAM)
+#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.foundation.layout.BATCH_DOWNSTREAM)
 BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "run_costs.parquet",
                     "timings.parquet")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.plan import PACKED, plan_batches
-from forgetting.runner import run_batch
+from forgetting.run import run_batch
+from forgetting.study.config import load_study
+from forgetting.study.plan import PACKED, plan_batches
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.runner import run_json, study_at
 

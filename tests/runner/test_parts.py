@@ -12,18 +12,18 @@ import pytest
 import yaml
 
 from forgetting.agents import TRAE_COMMIT, action_syntax, config_path, load_config
-from forgetting.demo.scripted.launch import scripted_command
-from forgetting.errors import ConfigError, RunOutputError
-from forgetting.layout import RUN_JSON
-from forgetting.plan import plan_runs
+from forgetting.foundation.errors import ConfigError, RunOutputError
+from forgetting.foundation.layout import RUN_JSON
 from forgetting.records import parse_trae, read_run_record
-from forgetting.runner import mini, trae
-from forgetting.runner.batch import model_section
-from forgetting.runner.context import RunContext
-from forgetting.runner.outcome import classify_mini
-from forgetting.runner.rundir import OUTCOME_FILE, finalize, remove_stale, stale_dirs, temp_dir_for
-from forgetting.runner.settings import RunnerSettings
-from forgetting.runner.workspace import Workspace
+from forgetting.run import mini, trae
+from forgetting.run.batch import model_section
+from forgetting.run.context import RunContext
+from forgetting.run.outcome import classify_mini
+from forgetting.run.rundir import OUTCOME_FILE, finalize, remove_stale, stale_dirs, temp_dir_for
+from forgetting.run.scripted_backend import scripted_command
+from forgetting.run.settings import RunnerSettings
+from forgetting.run.workspace import Workspace
+from forgetting.study.plan import plan_runs
 from forgetting_testkit.runner import TASKS, runner_settings, study_at
 from forgetting_testkit.sif import write_sif
 from forgetting_testkit.trajectories import run_record
@@ -350,8 +350,8 @@ def test_run_command_rejects_a_run_id_outside_the_plan(run_cli, tmp_path):
 # mini's SingularityEnvironment.__del__ fails on an object whose sandbox build failed (its own quirk)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
-    from forgetting.runner.outcome import InfraFailure
-    from forgetting.runner.workspace import make_workspace, problem_statement
+    from forgetting.run.outcome import InfraFailure
+    from forgetting.run.workspace import make_workspace, problem_statement
 
     rows = tmp_path / "verified.jsonl"
     row = {"instance_id": "django__django-11099", "problem_statement": "UsernameValidator"}
@@ -392,7 +392,7 @@ def test_swebench_tasks_work_in_their_instance_image(tmp_path, monkeypatch):
 
 
 def test_demo_workspaces_have_reproducible_paths(tmp_path):
-    from forgetting.runner.workspace import make_workspace, workspace_dir
+    from forgetting.run.workspace import make_workspace, workspace_dir
     from forgetting_testkit.checkout import ROOT
 
     settings = runner_settings(execution={"scratch_dir": str(tmp_path)},
@@ -405,7 +405,7 @@ def test_demo_workspaces_have_reproducible_paths(tmp_path):
     ws = make_workspace(settings, "demo__timekit-1", rid)
     assert ws.path == workspace_dir(settings, rid) and (ws.path / ".git").is_dir() and not stale.exists()
     # `ls -la` in a fresh checkout prints the same time stamps on any day
-    from forgetting.runner.workspace import DEMO_EPOCH
+    from forgetting.run.workspace import DEMO_EPOCH
 
     stamps = {p.stat().st_mtime for p in [ws.path, ws.path.parent, *ws.path.rglob("*")]}
     assert stamps == {DEMO_EPOCH}

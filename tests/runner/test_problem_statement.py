@@ -20,13 +20,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from forgetting.layout import TRAJECTORY
-from forgetting.plan import plan_runs
-from forgetting.runner.context import RunContext
-from forgetting.runner.mini import run_mini
-from forgetting.runner.trae import TASK_FILE, run_trae
-from forgetting.runner.workspace import Workspace, problem_statement
-from forgetting.tasks import read_id_file
+from forgetting.foundation.layout import TRAJECTORY
+from forgetting.instances.tasks import read_id_file
+from forgetting.run.context import RunContext
+from forgetting.run.mini import run_mini
+from forgetting.run.trae import TASK_FILE, run_trae
+from forgetting.run.workspace import Workspace, problem_statement
+from forgetting.study.plan import plan_runs
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.runner import FAKE_TRAE, runner_settings, study_at
 from forgetting_testkit.shared_data import VERIFIED_PARQUET, shared_file

@@ -11,13 +11,13 @@ import re
 
 import pytest
 
-from forgetting import tokenizer
 from forgetting.agents import TRAE_COMMIT, TRAE_TOOLS
 from forgetting.behaviour import label_run
 from forgetting.behaviour.load import load_trajectory
-from forgetting.calllog import read_call_log
-from forgetting.layout import CALLS, PATCH, TRAJECTORY
-from forgetting.runner import RunsNotFinished, run_batch
+from forgetting.foundation.layout import CALLS, PATCH, TRAJECTORY
+from forgetting.prompt import tokenizer
+from forgetting.records.calllog import read_call_log
+from forgetting.run import RunsNotFinished, run_batch
 from forgetting_testkit.runner import (
     FAKE_TRAE,
     FAKE_VLLM_MODEL,

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.errors import ConfigError
-from forgetting.plan import plan_runs
-from forgetting.runner import trae
-from forgetting.runner.context import RunContext
-from forgetting.runner.workspace import Workspace
+from forgetting.foundation.errors import ConfigError
+from forgetting.run import trae
+from forgetting.run.context import RunContext
+from forgetting.run.workspace import Workspace
+from forgetting.study.plan import plan_runs
 from forgetting_testkit import fakes
 from forgetting_testkit.fakes.apptainer_exec import can_mount, host_arch
 from forgetting_testkit.runner import runner_settings, study_at
@@ -93,7 +93,7 @@ def test_mini_swe_agent_keeps_tmp_between_its_steps(tmp_path, monkeypatch):
     The run's options keep it on scratch for the whole run; mini's own defaults lose it."""
     from minisweagent.environments.singularity import SingularityEnvironment
 
-    from forgetting.runner.mini import mini_exec_args
+    from forgetting.run.mini import mini_exec_args
 
     exe = fakes.install(fakes.APPTAINER, tmp_path / "bin" / "apptainer")
     image = write_sif(tmp_path / "img" / "task.sif", host_arch(), definition="Bootstrap: docker\n",

@@ -23,12 +23,12 @@ import pytest
 
 from forgetting.agents import TRAE_FINISH_TOOL
 from forgetting.behaviour import label_run
-from forgetting.calllog import read_call_log
-from forgetting.evaluation import evaluate_batch, read_report
-from forgetting.layout import CALLS, PATCH, TRAJECTORY, Layout
+from forgetting.evaluate import evaluate_batch, read_report
+from forgetting.foundation.layout import CALLS, PATCH, TRAJECTORY, Layout
+from forgetting.records.calllog import read_call_log
 from forgetting.records.trae import parse_trae
-from forgetting.runner import run_batch
-from forgetting.runner.trae import CONFIG_FILE
+from forgetting.run import run_batch
+from forgetting.run.trae import CONFIG_FILE
 from forgetting_testkit.runner import batch_of, run_dir, run_json, study_at
 
 TRAE_CLI = os.environ.get("FORGETTING_TRAE_CLI", "")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.runner.outcome import InfraFailure
-from forgetting.runner.workspace import make_workspace, workspace_dir
+from forgetting.run.outcome import InfraFailure
+from forgetting.run.workspace import make_workspace, workspace_dir
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.runner import runner_settings
 
@@ -34,7 +34,7 @@ def _settings(scratch: Path, results: Path, run_timeout_s: int = 900):
 SECOND = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
-    from forgetting.runner.workspace import make_workspace
+    from forgetting.run.workspace import make_workspace
     from forgetting_testkit.runner import runner_settings
     scratch, results, out, timeout = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
     settings = runner_settings(execution={"scratch_dir": scratch, "run_timeout_s": timeout},
@@ -95,7 +95,7 @@ def test_a_lock_held_past_a_runs_time_is_an_infrastructure_failure_naming_it(tmp
     scratch = tmp_path / "scratch"
     first = make_workspace(_settings(scratch, tmp_path / "study-a"), TASK, RUN_ID)
     try:
-        from forgetting.runner import workspace
+        from forgetting.run import workspace
 
         with pytest.raises(InfraFailure, match=r"still in use by run .* after 0.3 s \(lock .*\.lock\); another "
                                                r"study sharing execution.scratch_dir"):
@@ -116,7 +116,7 @@ def test_a_killed_runs_lock_is_released_and_its_leftover_removed(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import time
         from pathlib import Path
-        from forgetting.runner.workspace import lock_workspace
+        from forgetting.run.workspace import lock_workspace
         lock_workspace(Path({str(dest)!r}), {RUN_ID!r}, wait_s=5)
         Path({str(dest)!r}).mkdir(parents=True, exist_ok=True)
         (Path({str(dest)!r}) / "LEFTOVER").write_text("x")

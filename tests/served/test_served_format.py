@@ -1,4 +1,4 @@
-"""Prompts counted by the served model (:mod:`forgetting.served_format`): a model directory's
+"""Prompts counted by the served model (:mod:`forgetting.prompt.served_format`): a model directory's
 own tokenizer and chat template, rendered as vLLM renders a chat request, block by block, and
 recorded in the call log so that the cost stage prices them without a flag."""
 
@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.calllog import read_call_log
 from forgetting.cost import cost_run, load_profiles
 from forgetting.deletion import reduce_history
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import paper_configuration
-from forgetting.proxy import start_proxy
-from forgetting.runner.counting import counting_for
-from forgetting.served_format import Counting, ServedFormat, TemplateError, load
+from forgetting.prompt.served_format import Counting, ServedFormat, TemplateError, load
+from forgetting.records.calllog import read_call_log
+from forgetting.run.counting import counting_for
+from forgetting.run.proxy import start_proxy
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import FAST, TOOLS, drive

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sstats
 
-from forgetting.stats.bootstrap import (
+from forgetting.report.stats.bootstrap import (
     bootstrap_p,
     percentile_interval,
     resample_indices,
@@ -14,7 +14,7 @@ from forgetting.stats.bootstrap import (
     weighted_median,
     weights_from_indices,
 )
-from forgetting.stats.holm import holm_adjust, holm_reject
+from forgetting.report.stats.holm import holm_adjust, holm_reject
 
 
 def test_weights_count_each_drawn_task_and_repeat_with_the_seed():
@@ -46,7 +46,7 @@ def test_weighted_median_equals_numpy_median_of_the_expanded_resample():
 
 
 def test_weighted_median_in_blocks_equals_one_block(monkeypatch):
-    import forgetting.stats.bootstrap as b
+    import forgetting.report.stats.bootstrap as b
 
     rng = np.random.default_rng(2)
     values, task_of = rng.normal(size=50), rng.integers(0, 6, 50)

@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from forgetting.plan import run_id
-from forgetting.stats.comparisons import Bootstrap
-from forgetting.stats.metrics import StudyData
-from forgetting.stats.run import compute_statistics
-from forgetting.stats.settings import StatsSettings
+from forgetting.report.stats.comparisons import Bootstrap
+from forgetting.report.stats.metrics import StudyData
+from forgetting.report.stats.run import compute_statistics
+from forgetting.report.stats.settings import StatsSettings
+from forgetting.study.plan import run_id
 from forgetting_testkit.hand_study import DELAYED, DISTANCES, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 
@@ -120,7 +120,7 @@ def test_every_bootstrap_row_equals_the_explicit_resample():
 
 
 def test_bootstrap_is_deterministic_and_the_interval_brackets_the_estimate(tmp_path):
-    from forgetting.schemas import write_table
+    from forgetting.records.schemas import write_table
 
     a, ea = effects_of(SETTINGS)
     b, _ = effects_of(SETTINGS)
@@ -151,7 +151,7 @@ def test_missing_runs_restrict_the_comparison_to_the_tasks_both_sides_have():
 
 
 def test_a_study_without_baseline_runs_is_a_one_line_error():
-    from forgetting.errors import RunOutputError
+    from forgetting.foundation.errors import RunOutputError
 
     only_conf = {k: v for k, v in RUNS.items() if k[0] != "baseline"}
     with pytest.raises(RunOutputError, match="no baseline runs"):

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 from forgetting.grid import paper_configuration
-from forgetting.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
-from forgetting.stats.settings import StatsSettings
-from forgetting.tables import format as fmt
-from forgetting.tables.build import StatsTables, table1, table2
-from forgetting.tables.writers import latex_escape, to_csv, to_html, to_latex, to_markdown
+from forgetting.report.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
+from forgetting.report.stats.settings import StatsSettings
+from forgetting.report.tables import format as fmt
+from forgetting.report.tables.build import StatsTables, table1, table2
+from forgetting.report.tables.writers import latex_escape, to_csv, to_html, to_latex, to_markdown
 
 CONFS = ["delayed-turn-reasoning-25", "delayed-turn-reasoning-50", "delayed-turn-reasoning-75"]
 # per configuration: (flat ratio, CI, p, raw significant), (caching-aware ...)

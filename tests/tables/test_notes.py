@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.collect import collect
 from forgetting.cost.pricing import load_profile
-from forgetting.stats.run import compute_statistics
-from forgetting.stats.settings import StatsSettings
-from forgetting.tables.build import BUILDERS, StatsTables
-from forgetting.tables.notes import NoteContext, cache_rules
+from forgetting.report.collect import collect
+from forgetting.report.stats.run import compute_statistics
+from forgetting.report.stats.settings import StatsSettings
+from forgetting.report.tables.build import BUILDERS, StatsTables
+from forgetting.report.tables.notes import NoteContext, cache_rules
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.hand_study import DELAYED, runs_table, tool_calls_table
 from forgetting_testkit.stats_study import make_study
@@ -151,8 +151,8 @@ def test_intervals_on_fewer_resamples_show_their_count_in_every_table():
 
 
 def test_a_three_task_study_marks_nothing_significant_by_default(tmp_path):
-    from forgetting.stats.run import write_stats
-    from forgetting.tables import load_stats_tables
+    from forgetting.report.stats.run import write_stats
+    from forgetting.report.tables import load_stats_tables
 
     study = make_study(tmp_path, n_tasks=3)
     collect(study)
@@ -174,7 +174,7 @@ def _cost_breakdown(profile: str, baseline_rebilled: float) -> str:
     baseline's runs re-billing ``baseline_rebilled`` USD each (configurations: 0.05)."""
     import pyarrow as pa
 
-    from forgetting.schemas import RUN_COSTS_SCHEMA
+    from forgetting.records.schemas import RUN_COSTS_SCHEMA
 
     runs = runs_table()
     costs = pa.Table.from_pylist([
@@ -206,7 +206,7 @@ def test_the_cost_breakdown_note_says_what_rebilled_is_under_the_primary_profile
 def test_the_cache_validation_gap_shows_its_count_of_resamples():
     import pyarrow as pa
 
-    from forgetting.schemas import RUN_COSTS_SCHEMA
+    from forgetting.records.schemas import RUN_COSTS_SCHEMA
 
     runs = runs_table()
     # tasks C and D report no cached tokens: a resample of those alone has no gap
@@ -233,7 +233,7 @@ def test_the_cache_validation_gap_shows_its_count_of_resamples():
 
 
 def test_a_row_on_fewer_tasks_says_its_bootstrap_resamples_those_tasks():
-    from forgetting.plan import run_id
+    from forgetting.study.plan import run_id
 
     out = compute_statistics(runs_table(missing={run_id("mini", DELAYED, "C", 1)}), tool_calls_table(), None, BASE,
                              task_order=["A", "B", "C", "D"])

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from forgetting.plan import run_id
-from forgetting.schemas import RUN_COSTS_SCHEMA
-from forgetting.stats.run import compute_statistics
-from forgetting.stats.settings import StatsSettings
-from forgetting.tables.build import StatsTables, cost_breakdown, table1
+from forgetting.records.schemas import RUN_COSTS_SCHEMA
+from forgetting.report.stats.run import compute_statistics
+from forgetting.report.stats.settings import StatsSettings
+from forgetting.report.tables.build import StatsTables, cost_breakdown, table1
+from forgetting.study.plan import run_id
 from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 TASKS = ["A", "B", "C", "D"]

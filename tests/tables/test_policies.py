@@ -8,15 +8,15 @@ import io
 
 import pytest
 
-from forgetting.collect import collect
-from forgetting.figures import FIGURES, write_figures
-from forgetting.layout import Layout
-from forgetting.schemas import read_dataset
-from forgetting.stats.run import write_stats
-from forgetting.stats.schemas import STATS
-from forgetting.tables import load_stats_tables, render_table, write_tables
-from forgetting.tables.build import BUILDERS, policies_comparison
-from forgetting.tables.writers import to_csv
+from forgetting.foundation.layout import Layout
+from forgetting.records.schemas import read_dataset
+from forgetting.report.collect import collect
+from forgetting.report.figures import FIGURES, write_figures
+from forgetting.report.stats.run import write_stats
+from forgetting.report.stats.schemas import STATS
+from forgetting.report.tables import load_stats_tables, render_table, write_tables
+from forgetting.report.tables.build import BUILDERS, policies_comparison
+from forgetting.report.tables.writers import to_csv
 from forgetting_testkit.stats_study import make_study
 
 PAPER = ["delayed-turn-tool_output-50", "delayed-token-tool_output-50", "immediate-turn-tool_output-50"]

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forgetting import chat_format
 from forgetting.demo.scripted import ScriptedModelServer
+from forgetting.prompt import chat_format
 from forgetting_testkit.fakes.provider import (
     BLOCK,
     MIN_PREFIX,

@@ -14,19 +14,19 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from forgetting import chat_format
-from forgetting.analysis import analyze_batch
-from forgetting.calllog import read_call_log
-from forgetting.collect import collect
-from forgetting.config import load_study
+from forgetting.analyze.batch import analyze_batch
 from forgetting.cost import cost_run
 from forgetting.cost.pricing import load_profiles
 from forgetting.deletion import DeletionSettings, Reducer
-from forgetting.errors import UserError
-from forgetting.layout import Layout
-from forgetting.messages import prompt_messages
-from forgetting.plan import plan_batches, plan_runs
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import Layout
+from forgetting.prompt import chat_format
+from forgetting.prompt.messages import prompt_messages
 from forgetting.records import read_run_record
+from forgetting.records.calllog import read_call_log
+from forgetting.report.collect import collect
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.synth import synthesize
 from forgetting_testkit.synth.study import synthetic_config
@@ -127,8 +127,8 @@ def test_cost_reconstruction_sees_the_rewrites(small):
 
 
 def test_synthetic_runs_go_through_analysis_collection_and_statistics(small, tmp_path):
-    from forgetting.stats.run import write_stats
-    from forgetting.tables import write_tables
+    from forgetting.report.stats.run import write_stats
+    from forgetting.report.tables import write_tables
 
     out = tmp_path / "copy"
     shutil.copytree(small, out)

@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.calllog import read_call_log
 from forgetting.commands.cost import summary_line
 from forgetting.cost import cost_run, load_profiles
 from forgetting.grid import paper_configuration
-from forgetting.model_server import cache_info, serving
-from forgetting.proxy import ProxySettings, start_proxy
-from forgetting.runner.counting import counting_for
+from forgetting.records.calllog import read_call_log
+from forgetting.run.counting import counting_for
+from forgetting.run.model_server import cache_info, serving
+from forgetting.run.proxy import ProxySettings, start_proxy
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import TOOLS, observation, request

@@ -57,7 +57,7 @@ def test_cluster_profile_settings():
     gpu = SLURM["set-resources"]["run_batch"]
     assert gpu["gpu"] == 1 and gpu["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
     assert "cpus_per_task" not in SLURM["default-resources"]  # rules' threads reach --cpus-per-task
-    assert "runtime" not in gpu  # derived per batch by the workflow (forgetting.gpu_time)
+    assert "runtime" not in gpu  # derived per batch by the workflow (forgetting.run.gpu_time)
     # the GPU-side images are built where their code runs
     assert SLURM["set-resources"]["build_gpu_image"]["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
     assert SLURM["set-resources"]["preflight_gpu"]["slurm_partition"] == SLURM["x-site"]["gpu_partition"]
@@ -118,8 +118,8 @@ def test_snakemake_applies_the_ci_overrides_on_top_of_the_cluster_profile(tmp_pa
 
 
 def derived_runtime(cfg, runs):
-    from forgetting.config import study_from_mapping
-    from forgetting.gpu_time import batch_runtime_min
+    from forgetting.run.gpu_time import batch_runtime_min
+    from forgetting.study.config import study_from_mapping
 
     return batch_runtime_min(study_from_mapping(cfg, source="test", root=ROOT), runs)
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.layout import Layout
+from forgetting.foundation.layout import Layout
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.synth import synthesize
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.layout import RUN_JSON, Layout
-from forgetting.plan import plan_runs
+from forgetting.foundation.layout import RUN_JSON, Layout
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_runs
 from forgetting_testkit.runner import write_study
 from forgetting_testkit.workflow_runs import finish, outputs, snakemake
 

@@ -18,10 +18,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from forgetting.config import load_study
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches
+from forgetting.foundation.layout import Layout
 from forgetting.records import read_run_record
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.checkout import ROOT, bin_path
 from forgetting_testkit.endpoints import TEST_KEY, files_holding, key_env, provider, scripted_model
 
@@ -61,7 +61,7 @@ def test_the_demo_through_an_endpoint_is_the_demo_and_the_key_stays_out(tmp_path
                        {"only_tasks": ["demo__confkit-1", "demo__timekit-1"],
                         "only": ["baseline", "delayed-turn-tool_output-100"]})
     batches = plan_batches(study)
-    assert len(batches) == 2  # only_tasks packs each agent's runs across configurations (forgetting.plan)
+    assert len(batches) == 2  # only_tasks packs each agent's runs across configurations (forgetting.study.plan)
     a, b = Layout(tmp_path / "endpoint"), Layout(tmp_path / "scripted")
     for batch in batches:
         for run in batch.runs:

@@ -24,15 +24,15 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.layout import RUN_JSON, Layout
-from forgetting.plan import plan_batches
+from forgetting.foundation.layout import RUN_JSON, Layout
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.runner import write_study
 from forgetting_testkit.workflow_runs import finish, outputs, snakemake
 
 pytestmark = pytest.mark.slow
 
-#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.layout.BATCH_DOWNSTREAM)
+#: what the evaluation and the analysis write beside a batch's runs.json (forgetting.foundation.layout.BATCH_DOWNSTREAM)
 BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls.parquet", "run_costs.parquet",
                     "timings.parquet")
 

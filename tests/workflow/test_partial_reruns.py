@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.config import study_from_mapping
-from forgetting.plan import plan_batches
+from forgetting.study.config import study_from_mapping
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.dryrun import by_rule, dry_run, small_study
 

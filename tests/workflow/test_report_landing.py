@@ -15,8 +15,8 @@ import pytest
 import yaml
 from docutils.core import publish_parts
 
-from forgetting.config import load_study
-from forgetting.config_schema import filled
+from forgetting.foundation.config_schema import filled
+from forgetting.study.config import load_study
 from forgetting_testkit.checkout import ROOT
 
 TEMPLATE = (ROOT / "workflow/report/workflow.rst").read_text(encoding="utf-8")

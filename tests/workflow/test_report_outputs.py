@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from forgetting.collect import collect
-from forgetting.figures import FIGURE_FORMATS, FIGURE_WIDTH_IN, FIGURES, PNG_DPI
-from forgetting.layout import Layout
-from forgetting.schemas import read_dataset
-from forgetting.stats.schemas import STATS
-from forgetting.tables import FORMATS, TABLES
+from forgetting.foundation.layout import Layout
+from forgetting.records.schemas import read_dataset
+from forgetting.report.collect import collect
+from forgetting.report.figures import FIGURE_FORMATS, FIGURE_WIDTH_IN, FIGURES, PNG_DPI
+from forgetting.report.stats.schemas import STATS
+from forgetting.report.tables import FORMATS, TABLES
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.stats_study import make_study
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 import yte
 
-from forgetting.config import merge_configs
+from forgetting.study.config import merge_configs
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.dryrun import PROFILE, SITE_HOST_ARCH, by_rule, dry_run, snakemake_cmd, study_config
 from forgetting_testkit.rehearsal import documented_snakemake

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from forgetting.config import load_study
-from forgetting.layout import RUN_JSON, Layout
-from forgetting.plan import plan_batches, plan_runs
+from forgetting.foundation.layout import RUN_JSON, Layout
+from forgetting.study.config import load_study
+from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.runner import FAKE_VLLM_MODEL, write_study
 
@@ -48,7 +48,7 @@ def test_only_a_vllm_study_asks_for_a_gpu(tmp_path, model, gpu):
     config = write_study(tmp_path, **({"model": model} if model else {}))
     done = _snakemake(config, "-n", "--until", "run_batch", timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    from forgetting.gpu_time import batch_runtime_min
+    from forgetting.run.gpu_time import batch_runtime_min
     from forgetting_testkit.dryrun import by_rule, parse_jobs
 
     study = load_study(config)

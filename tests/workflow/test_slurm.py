@@ -95,8 +95,8 @@ def test_a_failing_job_is_resubmitted_through_sbatch_per_the_profile(slurm, tmp_
 
 
 def _demo_missing() -> str | None:
-    if importlib.util.find_spec("forgetting.runner") is None:
-        return "forgetting.runner (the agent runner, issue 5) is not in this checkout: no demo run can start"
+    if importlib.util.find_spec("forgetting.run") is None:
+        return "forgetting.run (the agent runner, issue 5) is not in this checkout: no demo run can start"
     if not (ROOT / "resources" / "demo" / "tasks.txt").is_file():
         return "the demo tasks (resources/demo/tasks.txt, issue 4) are not in this checkout"
     return None

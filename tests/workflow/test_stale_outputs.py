@@ -30,12 +30,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from forgetting.config import study_from_mapping
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches
-from forgetting.runner.batch import BatchRunner
-from forgetting.runner.settings import RunnerSettings
-from forgetting.stagelog import StageLog
+from forgetting.foundation.layout import Layout
+from forgetting.foundation.stagelog import StageLog
+from forgetting.run.batch import BatchRunner
+from forgetting.run.settings import RunnerSettings
+from forgetting.study.config import study_from_mapping
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.dryrun import dry_run, small_study, snakemake_cmd
 from forgetting_testkit.synth import synthesize

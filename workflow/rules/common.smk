@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from forgetting.containers import (
+from forgetting.cluster.containers import (
     ContainerSettings,
     agents_partition,
     images_by_partition,
@@ -14,9 +14,9 @@ from forgetting.containers import (
     study_images,
 )
 
-from forgetting.cluster_route import host_arch
-from forgetting.preflight import partitions_of, target_key
-from forgetting.preflight.gold import gold_applies
+from forgetting.cluster.route import host_arch
+from forgetting.cluster.preflight import partitions_of, target_key
+from forgetting.cluster.preflight.gold import gold_applies
 from snakemake_interface_executor_plugins.settings import ExecMode
 
 BATCH_DIR = f"{RESULTS}/batches/{{agent}}/{{configuration}}/{{batch}}"
@@ -32,7 +32,7 @@ IMAGE_TARGETS = study_images(PLAN.study)
 
 
 def _profile_value(rule, name):
-    from forgetting.cluster_route import profile_resource
+    from forgetting.cluster.route import profile_resource
 
     settings = workflow.resource_settings
     return profile_resource(settings.overwrite_resources, settings.default_resources, rule, name)
@@ -43,7 +43,7 @@ def gpu_side_by_hand():
     Snakemake job can run there (each runs Snakemake's own Python and a conda environment
     built here), so the server's image, its preflight and the server itself are started by
     hand from an environment of the GPU nodes' architecture (docs/cluster.md, route C)."""
-    from forgetting.cluster_route import host_arch, route_of
+    from forgetting.cluster.route import host_arch, route_of
 
     if AGENTS_PARTITION != "cpu" or route_of(PLAN.study) != "C" or workflow.exec_mode != ExecMode.DEFAULT:
         return False
@@ -87,7 +87,7 @@ def stats_settings(stage):
     changed setting reruns the stage)."""
     import json
 
-    from forgetting.stats.settings import settings_of
+    from forgetting.report.stats.settings import settings_of
 
     settings = settings_of(PLAN.study)
     values = settings.computed_with() if stage == "stats" else settings.tables_with()
@@ -125,10 +125,10 @@ def evaluation_images(wildcards):
 
 
 def run_batch_resources():
-    """The time limit of each batch job, derived from its number of runs (forgetting.gpu_time:
+    """The time limit of each batch job, derived from its number of runs (forgetting.run.gpu_time:
     the worst case, at most execution.batch_runtime_limit_min); a GPU only where the model is
     served by vLLM (the cluster profile maps gpu to the Slurm request; the demo stays local)."""
-    from forgetting.gpu_time import batch_runtime_min
+    from forgetting.run.gpu_time import batch_runtime_min
 
     def runtime(wildcards):
         return batch_runtime_min(PLAN.study, len(PLAN.batch(wildcards.agent, wildcards.configuration, wildcards.batch).runs))
@@ -151,7 +151,7 @@ def preflight_output(partition):
 
 def gold_output():
     """The gold-patch check every batch and evaluation job waits for, on every route, where the
-    study evaluates in the instance images (forgetting.preflight.gold; none in regenerate mode)."""
+    study evaluates in the instance images (forgetting.cluster.preflight.gold; none in regenerate mode)."""
     if not gold_applies(PLAN.study) or PLAN.regenerate:
         return []
     return [ancient(f"{PREFLIGHT_DIR}/gold-{PREFLIGHT_KEY}.txt")]
@@ -175,15 +175,15 @@ def preflight_cpu_images(wildcards):
     return sorted(batches | set(evaluation_images(wildcards)))
 
 
-# ── The cluster route against the profile's partitions (forgetting.cluster_route) ──────────
+# ── The cluster route against the profile's partitions (forgetting.cluster.route) ──────────
 BATCH_RULE = "run_batch" if AGENTS_PARTITION == "gpu" else "run_batch_endpoint"
 
 
 def cluster_placements():
     """The submitted rules this config uses, each with its partition's architecture as the
     profile gives it (``partition_arch``; None where the profile does not say)."""
-    from forgetting.cluster_route import Placement
-    from forgetting.containers import runs_on_cluster_path
+    from forgetting.cluster.route import Placement
+    from forgetting.cluster.containers import runs_on_cluster_path
 
     used = [BATCH_RULE, "analyze_batch", "collect", "stats", "tables", "figures"]
     if PLAN.study.section("evaluation")["backend"] == "apptainer":
@@ -213,8 +213,8 @@ def check_cluster_placement():
     images can run (route, profile partitions, Snakemake's host), and the route-C cap on runs
     in flight is given. Each problem is printed here (a dry run shows them); the run stops at
     Snakemake's onstart, before the first submission."""
-    from forgetting.cluster_route import check_route, host_arch, placeholder_values, placement_problems
-    from forgetting.errors import UserError
+    from forgetting.cluster.route import check_route, host_arch, placeholder_values, placement_problems
+    from forgetting.foundation.errors import UserError
 
     try:
         check_route(PLAN.study)

@@ -50,7 +50,7 @@ rule preflight_cpu:
 
 
 # Every task's gold patch must resolve in its instance image and the unfixed repository must
-# not, before any batch job, on every route (forgetting.preflight.gold): the CPU partition's
+# not, before any batch job, on every route (forgetting.cluster.preflight.gold): the CPU partition's
 # preflight first, then 2 evaluations per task, evaluation.workers at a time.
 rule preflight_gold:
     input:

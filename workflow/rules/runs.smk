@@ -1,7 +1,7 @@
 # Agent runs: one job per batch of runs of one agent and one configuration (execution.batch_size).
 # The job starts ONE model server (vLLM on a GPU node; the scripted stand-in for the demo),
 # runs the batch's unfinished runs against it, execution.concurrency at a time, each behind
-# its own deletion proxy, and stops the server (forgetting.runner, docs/runs.md). Finished
+# its own deletion proxy, and stops the server (forgetting.run, docs/runs.md). Finished
 # runs are kept; a job that fails names its unfinished runs, and a retry redoes only those.
 #
 # Beside an endpoint (model.backend: endpoint; the cluster's route C) the same job is the rule

@@ -2,10 +2,10 @@
 # Snakemake HTML report:  snakemake --report results/report.html
 # They read only the collected datasets, so `--config regenerate=true` rebuilds them without
 # any agent, model or evaluation job (README: "Tables and figures from cached run outputs").
-from forgetting.figures import FIGURE_FORMATS, FIGURES
-from forgetting.stats.schemas import STATS
-from forgetting.tables import FORMATS as TABLE_FORMATS
-from forgetting.tables import TABLES
+from forgetting.report.figures import FIGURE_FORMATS, FIGURES
+from forgetting.report.stats.schemas import STATS
+from forgetting.report.tables import FORMATS as TABLE_FORMATS
+from forgetting.report.tables import TABLES
 
 
 report: "../report/workflow.rst"

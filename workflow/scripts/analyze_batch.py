@@ -1,6 +1,6 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
-from forgetting.analysis import analyze_batch
+from forgetting.analyze.batch import analyze_batch
 from forgetting.workflow import batch_of, job, study_of
 
 with job(snakemake):  # noqa: F821

@@ -1,6 +1,6 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
-from forgetting.figures import write_figures
+from forgetting.report.figures import write_figures
 from forgetting.workflow import job, study_of
 
 with job(snakemake):  # noqa: F821

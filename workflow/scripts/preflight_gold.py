@@ -1,6 +1,6 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
-from forgetting.preflight.gold import run_gold_in_job
+from forgetting.cluster.preflight.gold import run_gold_in_job
 from forgetting.workflow import job, study_of
 
 with job(snakemake):  # noqa: F821

@@ -1,6 +1,6 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
-from forgetting.containers import pull_chunk
+from forgetting.cluster.containers import pull_chunk
 from forgetting.workflow import job, study_of
 
 with job(snakemake):  # noqa: F821

@@ -1,6 +1,6 @@
 import _checkout  # noqa: F401  (this checkout's src/ first on sys.path)
 
-from forgetting.stats.run import write_stats
+from forgetting.report.stats.run import write_stats
 from forgetting.workflow import job, study_of
 
 with job(snakemake):  # noqa: F821

@@ -19,10 +19,10 @@ from forgetting.behaviour.load import AGENTS, Deletions, load_deletions, load_tr
 from forgetting.behaviour.outcome import is_capped, is_looping, longest_identical_streak
 from forgetting.behaviour.refetch import detect_refetches
 from forgetting.behaviour.rules import load_rules
-from forgetting.errors import RunOutputError, UserError
-from forgetting.layout import TRAJECTORY
+from forgetting.foundation.errors import RunOutputError, UserError
+from forgetting.foundation.layout import TRAJECTORY
 from forgetting.records import CallLogFile, Located, RunDir, RunRecord, locate
-from forgetting.schemas import TOOL_CALLS_SCHEMA
+from forgetting.records.schemas import TOOL_CALLS_SCHEMA
 
 #: the per-run behaviour columns of schemas.RUNS_SCHEMA that :attr:`BehaviourResult.summary` fills
 SUMMARY_COLUMNS: tuple[str, ...] = (

@@ -11,7 +11,7 @@ content as a whole — turn-level selects whole turns, token-level thins every e
 turn — so the turn is the unit: every tool output of the turn counts as deleted. Any
 rewrite counts (a placeholder or a share of the tokens).
 
-Turns are numbered as the proxy numbers them (:func:`forgetting.messages.segment`: one per
+Turns are numbered as the proxy numbers them (:func:`forgetting.prompt.messages.segment`: one per
 assistant message of the history). A call whose prompt holds ``n`` assistant messages is
 the call that issues turn ``n + 1``; so a deletion recorded at that call is visible from
 turn ``n + 1`` on. This is the model-call index itself unless a reply was dropped from
@@ -29,9 +29,9 @@ from pathlib import Path
 from forgetting.behaviour.events import Trajectory
 from forgetting.behaviour.mini_trajectory import mini_events
 from forgetting.behaviour.trae_trajectory import trae_events
-from forgetting.calllog import read_call_log
-from forgetting.errors import RunOutputError, UserError
+from forgetting.foundation.errors import RunOutputError, UserError
 from forgetting.records import TraeTrajectory, read_trajectory
+from forgetting.records.calllog import read_call_log
 
 AGENTS = ("mini", "mini-text", "trae")
 _FAMILY = {"mini": "mini", "mini-text": "mini", "trae": "trae"}
@@ -78,7 +78,7 @@ class Deletions:
 
 def load_deletions(path: str | os.PathLike[str], *, allow_torn: bool = False) -> Deletions:
     """The tool-output deletions recorded in a proxy call log. A torn log is an error
-    (:class:`forgetting.calllog.TornCallLog`) unless ``allow_torn``: then the calls before
+    (:class:`forgetting.records.calllog.TornCallLog`) unless ``allow_torn``: then the calls before
     the torn line are read."""
     log = read_call_log(path, allow_torn=allow_torn)
     at: dict[int, int] = {}

@@ -13,7 +13,7 @@
   (:func:`text_action_syntax`): the ``action_regex`` the trajectory records in its
   ``info.config`` (2.x: ``model.action_regex``; 1.x: ``agent.action_regex``), else the
   default of the version that wrote it — 1.x's ```` ```bash ```` block
-  (:data:`forgetting.messages.MINI_1X_ACTIONS`) for ``trajectory_format: mini-swe-agent-1``,
+  (:data:`forgetting.prompt.messages.MINI_1X_ACTIONS`) for ``trajectory_format: mini-swe-agent-1``,
   the installed 2.x's ``LitellmTextbasedModelConfig.action_regex`` for ``mini-swe-agent-1.1``.
 
 The observation's *payload* — the command's own output — is taken from the observation
@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 
 from forgetting.agents import action_syntax
 from forgetting.behaviour.events import ToolCallEvent, Trajectory
-from forgetting.errors import RunOutputError
-from forgetting.messages import MINI_1X_ACTIONS, ActionSyntax, actions, segment
+from forgetting.foundation.errors import RunOutputError
+from forgetting.prompt.messages import MINI_1X_ACTIONS, ActionSyntax, actions, segment
 from forgetting.records.mini import FORMAT_1X, FORMAT_2X, MiniMessage, MiniTrajectory
 
 _OUTPUT = re.compile(r"<output>\n?(.*)</output>", re.DOTALL)

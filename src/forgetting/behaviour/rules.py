@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from forgetting.behaviour.shell import Command, Pipeline, parse
-from forgetting.errors import UserError
-from forgetting.inputs import read_yaml
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.inputs import read_yaml
 
 PACKAGED = "label_rules.yaml"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

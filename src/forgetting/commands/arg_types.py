@@ -7,7 +7,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-#: the largest seed a run carries (seeds are 63-bit, :func:`forgetting.seeds.seed63`)
+#: the largest seed a run carries (seeds are 63-bit, :func:`forgetting.foundation.seeds.seed63`)
 MAX_SEED = 2**63 - 1
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
-from forgetting.layout import Layout
+from forgetting.foundation.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.collect import collect
-    from forgetting.inputs import check_output_dir
+    from forgetting.foundation.inputs import check_output_dir
+    from forgetting.report.collect import collect
 
     study = study_from_args(args)
     check_output_dir(Layout(study.results_dir).datasets, "study.results_dir")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from forgetting.errors import UserError
+from forgetting.foundation.errors import UserError
 
 
 def add_command(sub: Any, name: str, *, help: str, doc: str | None) -> argparse.ArgumentParser:

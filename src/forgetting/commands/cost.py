@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from forgetting.atomic import atomic_path
 from forgetting.commands import arg_types
 from forgetting.commands.common import add_allow_torn, add_command, torn_refusal, torn_warning
-from forgetting.errors import UserError
+from forgetting.foundation.atomic import atomic_path
+from forgetting.foundation.errors import UserError
 
 _ROW_COLUMNS = (
     ("call", "call"),
@@ -135,7 +135,7 @@ def _print_rows(table: Any) -> None:
 
 
 def _write(table: Any, out: Path) -> None:
-    from forgetting import schemas
+    from forgetting.records import schemas
 
     suffix = out.suffix.lower()
     if suffix == ".parquet":
@@ -152,9 +152,9 @@ def _write(table: Any, out: Path) -> None:
 def run(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
-    from forgetting.calllog import TornCallLog
     from forgetting.cost import cost_run, load_profiles
-    from forgetting.inputs import check_output_file
+    from forgetting.foundation.inputs import check_output_file
+    from forgetting.records.calllog import TornCallLog
 
     out = Path(args.out) if args.out else None
     if out is not None and out.suffix.lower() not in (".parquet", ".csv"):

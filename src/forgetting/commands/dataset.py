@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from forgetting.evaluation.dataset_file import DEFAULT_DATASET, DEFAULT_OUT, DEFAULT_SPLIT, fetch_instances
+from forgetting.instances.dataset_file import DEFAULT_DATASET, DEFAULT_OUT, DEFAULT_SPLIT, fetch_instances
 
 
 def add_parser(sub: Any) -> None:
@@ -28,7 +28,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    from forgetting.inputs import check_output_file
+    from forgetting.foundation.inputs import check_output_file
 
     out = check_output_file(Path(args.out), "--out")
     count, lacking = fetch_instances(out, name=args.name, split=args.split)

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from forgetting.errors import ResourceError, UserError
+from forgetting.foundation.errors import ResourceError, UserError
 
 
 def add_parser(sub: Any) -> None:

@@ -24,8 +24,8 @@ from typing import Any
 from forgetting.commands import arg_types
 from forgetting.commands.common import add_command
 from forgetting.commands.study_args import noted, parse_overrides
-from forgetting.errors import UserError
-from forgetting.layout import EVAL_DIR, EVAL_JSON, PATCH, RUN_JSON
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import EVAL_DIR, EVAL_JSON, PATCH, RUN_JSON
 
 
 def add_parser(sub: Any) -> None:
@@ -57,8 +57,8 @@ def add_parser(sub: Any) -> None:
 
 def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     """(label, instance id, patch file, output directory) of the evaluation asked for."""
-    from forgetting.plan import parse_run_id
     from forgetting.records import is_finished
+    from forgetting.study.plan import parse_run_id
 
     if args.errored:
         raise UserError("evaluate: --errored takes no run directory, --patch or --instance")
@@ -92,14 +92,14 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
         ) from None
     if not is_finished(run_dir):
         raise UserError(f"{run_dir}: no {RUN_JSON}; the run has not finished")
-    from forgetting.evaluation.batch import check_run_record
+    from forgetting.evaluate.batch import check_run_record
 
     check_run_record(run_dir, run_id)  # a run.json of the wrong shape is not evaluated anyway
     return run_id, task, run_dir / PATCH, run_dir
 
 
 def _redo_errored(study: Any, settings: Any) -> int:
-    from forgetting.evaluation.redo import redo_errored
+    from forgetting.evaluate.redo import redo_errored
 
     report = redo_errored(study, settings=settings, say=print)
     if not report.statuses:
@@ -115,11 +115,11 @@ def _redo_errored(study: Any, settings: Any) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.config import load_study
-    from forgetting.evaluation.backends import make_backend
-    from forgetting.evaluation.evaluate import evaluate_patch, read_patch, read_patch_file
-    from forgetting.evaluation.instances import load_instances
-    from forgetting.evaluation.settings import EvalSettings
+    from forgetting.evaluate.backends import make_backend
+    from forgetting.evaluate.evaluate import evaluate_patch, read_patch, read_patch_file
+    from forgetting.evaluate.settings import EvalSettings
+    from forgetting.instances.load import load_instances
+    from forgetting.study.config import load_study
 
     configs = args.config or ["config/config.yaml"]
     if args.errored and not (args.run_dir or args.patch or args.instance):

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from forgetting.atomic import atomic_path
 from forgetting.commands import arg_types
 from forgetting.commands.common import add_allow_torn, torn_refusal, torn_warning
-from forgetting.errors import UserError
+from forgetting.foundation.atomic import atomic_path
+from forgetting.foundation.errors import UserError
 
 _SHOWN = (
     "turn",
@@ -69,7 +69,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _write(table: Any, out: Path) -> None:
-    from forgetting.schemas import TOOL_CALLS_SCHEMA, write_dataset
+    from forgetting.records.schemas import TOOL_CALLS_SCHEMA, write_dataset
 
     if out.suffix == ".parquet":
         write_dataset(table, out, TOOL_CALLS_SCHEMA)
@@ -103,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
     import pyarrow as pa
 
     from forgetting.behaviour import label_run
-    from forgetting.calllog import TornCallLog
-    from forgetting.inputs import check_output_file
+    from forgetting.foundation.inputs import check_output_file
     from forgetting.records import find_runs
+    from forgetting.records.calllog import TornCallLog
 
     if args.out and Path(args.out).suffix not in (".parquet", ".csv"):
         raise UserError(f"--out {args.out}: expected a .parquet or .csv file name")

@@ -5,7 +5,7 @@ Where the study's SWE-bench rows are at hand (``dataset.instances``: a file that
 id's — and counted per repository.
 
 For a study served by vLLM it also prints the GPU time as a range, typical to worst case, and
-each batch job's time limit (docs/cluster.md, *GPU time*: ``forgetting.gpu_time``)."""
+each batch job's time limit (docs/cluster.md, *GPU time*: ``forgetting.run.gpu_time``)."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.evaluation.instances import check_task_list
-    from forgetting.gpu_time import plan_lines
-    from forgetting.inputs import check_output_file
-    from forgetting.plan import plan_batches, summarize, write_run_table
+    from forgetting.foundation.inputs import check_output_file
+    from forgetting.instances.load import check_task_list
+    from forgetting.run.gpu_time import plan_lines
+    from forgetting.study.plan import plan_batches, summarize, write_run_table
 
     if args.out:
         check_output_file(args.out, "--out")

@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.preflight import node_checks, partitions_of
+    from forgetting.cluster.preflight import node_checks, partitions_of
 
     study = study_from_args(args)
     partitions = [args.partition] if args.partition else partitions_of(study)
@@ -48,19 +48,19 @@ def run(args: argparse.Namespace) -> int:
     for check in checks:
         print(check.line(), flush=True)
     if args.serve:
-        from forgetting.preflight.serve import serve_checks
+        from forgetting.cluster.preflight.serve import serve_checks
 
         for check in serve_checks(study):
             checks.append(check)
             print(check.line(), flush=True)
     if args.smoke:
-        from forgetting.preflight.smoke import smoke_checks
+        from forgetting.cluster.preflight.smoke import smoke_checks
 
         for check in smoke_checks(study):
             checks.append(check)
             print(check.line(), flush=True)
     if args.gold:
-        from forgetting.preflight.gold import gold_checks
+        from forgetting.cluster.preflight.gold import gold_checks
 
         for check in gold_checks(study):
             checks.append(check)

@@ -46,7 +46,7 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
     """A configuration by name: from the study when given (its policies included), else the paper's
     grid or a name of another policy's scheme (config/README.md; the study's turn cap and prices)."""
     from forgetting.deletion.policy import PolicyContext
-    from forgetting.naming import parse_configuration_name
+    from forgetting.study.naming import parse_configuration_name
 
     if study is not None:
         try:
@@ -60,16 +60,16 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
 def agent_actions(agent: str, study: Any | None) -> Any:
     """The agent's action pattern, from the study's agent settings when a study is given."""
     from forgetting.agents import action_syntax
-    from forgetting.runner.settings import RunnerSettings
+    from forgetting.run.settings import RunnerSettings
 
     files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
     return action_syntax(agent, files.get(agent))
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.config import load_study
-    from forgetting.inputs import check_output_dir
-    from forgetting.proxy import ProxySettings, start_proxy
+    from forgetting.foundation.inputs import check_output_dir
+    from forgetting.run.proxy import ProxySettings, start_proxy
+    from forgetting.study.config import load_study
 
     study = noted(args, load_study(args.config)) if args.config else None
     deletion = resolve_deletion(args.deletion, study)
@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     actions = agent_actions(args.agent, study)
     access = None
     if args.api_key_env:
-        from forgetting.endpoint_settings import read_api_key
-        from forgetting.proxy.upstream import Access
+        from forgetting.run.proxy.upstream import Access
+        from forgetting.study.endpoint_settings import read_api_key
 
         key = read_api_key(args.api_key_env, what="--api-key-env")
         access = Access(api_key=key, key_name=args.api_key_env)

@@ -18,8 +18,8 @@ from typing import Any
 
 from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
-from forgetting.errors import UserError
-from forgetting.layout import Layout
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import Layout
 
 STEPS = ("stats", "tables", "figures")
 
@@ -46,10 +46,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.figures import write_figures
-    from forgetting.inputs import check_output_dir
-    from forgetting.stats.run import write_stats
-    from forgetting.tables import TABLES, render_table, write_tables
+    from forgetting.foundation.inputs import check_output_dir
+    from forgetting.report.figures import write_figures
+    from forgetting.report.stats.run import write_stats
+    from forgetting.report.tables import TABLES, render_table, write_tables
 
     for name in args.print_tables:
         if name not in TABLES:

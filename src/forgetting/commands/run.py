@@ -15,8 +15,8 @@ from typing import Any
 
 from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
-from forgetting.errors import UserError
-from forgetting.layout import Layout
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
@@ -28,9 +28,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.inputs import check_output_dir
-    from forgetting.plan import parse_run_id, plan_runs
-    from forgetting.runner import run_one
+    from forgetting.foundation.inputs import check_output_dir
+    from forgetting.run import run_one
+    from forgetting.study.plan import parse_run_id, plan_runs
 
     study = study_from_args(args, **({"force_rerun": True} if args.force else {}))
     try:

@@ -17,8 +17,8 @@ from typing import Any
 
 from forgetting.commands.common import add_command
 from forgetting.commands.study_args import add_study_arguments, study_from_args
-from forgetting.errors import UserError
-from forgetting.layout import Layout
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import Layout
 
 
 def add_parser(sub: Any) -> None:
@@ -32,9 +32,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting.inputs import check_output_dir, check_output_file
-    from forgetting.plan import plan_batches
-    from forgetting.runner import run_batch
+    from forgetting.foundation.inputs import check_output_dir, check_output_file
+    from forgetting.run import run_batch
+    from forgetting.study.plan import plan_batches
 
     study = study_from_args(args, **({"force_rerun": True} if args.force else {}))
     key = args.batch.strip("/")

@@ -13,9 +13,9 @@ import signal
 import threading
 from typing import Any
 
-from forgetting.atomic import write_text
 from forgetting.commands import arg_types
-from forgetting.errors import UserError
+from forgetting.foundation.atomic import write_text
+from forgetting.foundation.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -43,11 +43,11 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forgetting import config_schema
-    from forgetting.config import PROJECT_ROOT, load_study
     from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings
-    from forgetting.inputs import check_output_file
-    from forgetting.model_server import served_name_of
+    from forgetting.foundation import config_schema
+    from forgetting.foundation.inputs import check_output_file
+    from forgetting.run.model_server import served_name_of
+    from forgetting.study.config import PROJECT_ROOT, load_study
 
     settings = ScriptedSettings.from_mapping()
     served_name = "scripted"

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from forgetting.endpoint.serve import serve
-    from forgetting.errors import UserError
+    from forgetting.foundation.errors import UserError
 
     if not 0 <= args.port <= 65535:
         raise UserError(f"--port {args.port}: expected 0–65535")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from forgetting.errors import ConfigError
-from forgetting.inputs import parse_yaml
+from forgetting.foundation.errors import ConfigError
+from forgetting.foundation.inputs import parse_yaml
 
 if TYPE_CHECKING:  # a type only: loading a study imports the pipeline, which --help must not
-    from forgetting.config import Study
+    from forgetting.study.config import Study
 
 
 def add_study_arguments(p: argparse.ArgumentParser, *, example: str = "config/config.yaml") -> None:
@@ -34,7 +34,7 @@ def parse_overrides(items: list[str]) -> dict[str, Any]:
 
 def study_from_args(args: argparse.Namespace, **extra: Any) -> Study:
     """The study the arguments name; ``extra`` overrides on top of ``--set``."""
-    from forgetting.config import load_study
+    from forgetting.study.config import load_study
 
     return noted(args, load_study(args.config, {**parse_overrides(args.set), **extra}))
 

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from forgetting.atomic import write_text
 from forgetting.commands import arg_types
-from forgetting.errors import UserError
+from forgetting.foundation.atomic import write_text
+from forgetting.foundation.errors import UserError
 
 
 def add_parser(sub: Any) -> None:
@@ -24,8 +24,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run_sample(args: argparse.Namespace) -> int:
-    from forgetting.inputs import check_output_file
-    from forgetting.tasks import per_repository, read_id_file, stratified_sample
+    from forgetting.foundation.inputs import check_output_file
+    from forgetting.instances.tasks import per_repository, read_id_file, stratified_sample
 
     if args.out:
         check_output_file(args.out, "--out")

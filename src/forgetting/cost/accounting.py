@@ -30,7 +30,7 @@ from forgetting.cost.cache_model import CacheState, CacheStep, stateless_step
 from forgetting.cost.prefix_tree import PrefixTree
 from forgetting.cost.pricing import PricingProfile
 from forgetting.cost.prompts import RunPrompts
-from forgetting.errors import RunOutputError
+from forgetting.foundation.errors import RunOutputError
 
 
 @dataclass(frozen=True)

@@ -33,10 +33,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from forgetting import config_schema
-from forgetting.config_schema import PROJECT_ROOT
-from forgetting.errors import ConfigError, ResourceError
-from forgetting.inputs import read_yaml
+from forgetting.foundation import config_schema
+from forgetting.foundation.config_schema import PROJECT_ROOT
+from forgetting.foundation.errors import ConfigError, ResourceError
+from forgetting.foundation.inputs import read_yaml
 
 #: where the price sheets of a checkout live
 #: ``pricing.dir``'s default, in this checkout

@@ -1,7 +1,7 @@
 """A run's prompts as sequences of token *blocks*, read from a call log or a trajectory.
 
 Every prompt of the Qwen3-Coder chat format is the concatenation of one block per message
-(:func:`forgetting.chat_format.prompt_segments`) and the generation prompt
+(:func:`forgetting.prompt.chat_format.prompt_segments`) and the generation prompt
 ``<|im_start|>assistant\\n``. A run's prompts share almost all their blocks, so each
 distinct block is stored once in a :class:`BlockStore` (interned by its token ids, so two
 blocks with equal ids are one block even when their messages differ in fields the template
@@ -19,9 +19,9 @@ from typing import Literal
 
 import numpy as np
 
-from forgetting.calllog import read_call_log
+from forgetting.prompt.usage import NO_USAGE, Usage
 from forgetting.records import PartDeletion, run_id_from_path
-from forgetting.usage import NO_USAGE, Usage
+from forgetting.records.calllog import read_call_log
 
 SourceKind = Literal["calllog", "trajectory"]
 
@@ -69,7 +69,7 @@ class CallPrompt:
     time: float | None = None  # request time (call log) or response time (trajectory), unix s
     finish_reason: str | None = None
     deleted: tuple[PartDeletion, ...] = ()  # the parts the proxy newly rewrote for this call
-    usage: Usage = NO_USAGE  # what the server reported for the call (:mod:`forgetting.usage`)
+    usage: Usage = NO_USAGE  # what the server reported for the call (:mod:`forgetting.prompt.usage`)
 
     @property
     def n_positions(self) -> int:
@@ -112,7 +112,7 @@ def from_call_log(
 ) -> RunPrompts:
     """The prompts of a proxy call log (``calls.jsonl``): its segments' token ids as blocks.
 
-    A torn log is an error (:class:`forgetting.calllog.TornCallLog`); ``allow_torn`` prices
+    A torn log is an error (:class:`forgetting.records.calllog.TornCallLog`); ``allow_torn`` prices
     the calls before the torn line and records where it was (``torn_line``)."""
     log = read_call_log(path, allow_torn=allow_torn)
     store = BlockStore()

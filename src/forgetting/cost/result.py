@@ -8,7 +8,7 @@ cached, ``written`` written to the cache and ``O`` output tokens:
   + O·output`` — the last-but-one term is the write premium (0 when ``cache_write`` equals
   ``input``, as in the paper). By kind: cached input ``hit·cached_input``, new input
   ``new·input``, re-billed input ``rebilled·input``, cache-write premium, output.
-* reported: the same formula with the server's own counts (:class:`forgetting.usage.Usage`)
+* reported: the same formula with the server's own counts (:class:`forgetting.prompt.usage.Usage`)
   — ``prompt_tokens`` for ``n``, its cached tokens for ``hit``, its cache-write tokens for
   ``written`` (0 when it reports none: a provider that bills writes reports them) — for each
   call whose server reported cached tokens; None for the others. Beside it, per profile, the
@@ -31,13 +31,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from forgetting import config_schema, schemas
 from forgetting.cost.accounting import CallAccount, account, split
 from forgetting.cost.pricing import PricingProfile
 from forgetting.cost.prompts import CallPrompt, RunPrompts
 from forgetting.cost.sources import load_run
-from forgetting.errors import UserError
-from forgetting.records import Located
+from forgetting.foundation import config_schema
+from forgetting.foundation.errors import UserError
+from forgetting.records import Located, schemas
 
 PER_MILLION = 1_000_000.0
 

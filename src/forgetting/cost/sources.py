@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 
-from forgetting import layout
 from forgetting.cost.prompts import RunPrompts, from_call_log
 from forgetting.cost.trajectory import from_trajectory
-from forgetting.errors import RunOutputError
+from forgetting.foundation import layout
+from forgetting.foundation.errors import RunOutputError
 from forgetting.records import CallLogFile, Located, RunDir, locate
 
 

@@ -10,7 +10,7 @@ the ``exit`` records mini-swe-agent appends at the end left out. A 2.x format er
 model call too: its response was rejected, so no assistant message holds it; the ``user``
 message reporting the error carries it in ``extra.response``, and that call's prompt is
 every message before that message. The messages are rendered with
-:mod:`forgetting.chat_format` once each (a prompt's blocks are a prefix of the whole
+:mod:`forgetting.prompt.chat_format` once each (a prompt's blocks are a prefix of the whole
 history's blocks, because a block depends only on its message and its neighbours' roles,
 and a prompt always ends before an assistant message).
 
@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from forgetting import chat_format, layout
 from forgetting.cost.prompts import BlockStore, CallPrompt, RunPrompts
-from forgetting.errors import RunOutputError
+from forgetting.foundation import layout
+from forgetting.foundation.errors import RunOutputError
+from forgetting.prompt import chat_format
+from forgetting.prompt.usage import NO_USAGE
 from forgetting.records import MiniMessage, MiniTrajectory, read_trajectory, run_id_from_path
 from forgetting.records.mini import MINI_BASH_TOOL
-from forgetting.usage import NO_USAGE
 
 __all__ = ["MINI_BASH_TOOL", "from_trajectory", "read_mini"]
 

@@ -5,7 +5,7 @@ Public API::
     reduce_history(messages, deletion, seed, *, actions, placeholders=None, token_draw=None) -> Reduction
     Reducer(deletion, seed, *, actions, settings=None).reduce(messages) -> Reduction   # memoized, one per run
 
-``actions`` is the run's agent's :class:`~forgetting.messages.ActionSyntax` (what counts as an
+``actions`` is the run's agent's :class:`~forgetting.prompt.messages.ActionSyntax` (what counts as an
 action in its reply text, never deleted; :func:`forgetting.agents.action_syntax`), or
 None for an agent that acts by tool calls.
     DeletionSettings.from_config(study.section("deletion"))

@@ -2,7 +2,7 @@
 
 A draw never depends on the call it happens in, on the order draws are made, or on
 anything else in the history, so a turn selected (or a token removed) in call *n* is
-selected (removed) again in every later call. Keys are hashed by :mod:`forgetting.seeds`.
+selected (removed) again in every later call. Keys are hashed by :mod:`forgetting.foundation.seeds`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import functools
 
 import numpy as np
 
-from forgetting import seeds
+from forgetting.foundation import seeds
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forgetting import tokenizer
 from forgetting.deletion.draws import rng
 from forgetting.deletion.parts import apply_fields, decompose, text_slots
 from forgetting.deletion.policy import HistoryView, Policy, PolicyError, Rewrite
@@ -30,7 +29,8 @@ from forgetting.deletion.registry import make_policy
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.deletion.tokens import kept_text, removal_mask
 from forgetting.grid import PARTS, Deletion
-from forgetting.messages import ActionSyntax, segment
+from forgetting.prompt import tokenizer
+from forgetting.prompt.messages import ActionSyntax, segment
 from forgetting.records import PartDeletion
 
 

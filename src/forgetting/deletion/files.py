@@ -24,7 +24,7 @@ from typing import Any
 
 from forgetting.behaviour.rules import load_rules
 from forgetting.behaviour.shell import Command, parse
-from forgetting.messages import Action
+from forgetting.prompt.messages import Action
 
 _PATHLIKE = re.compile(r"^[A-Za-z0-9_./~+@%-]+$")
 _LAST = re.compile(r"^(?:[^.].*\.[A-Za-z0-9_]{1,12}|\.[A-Za-z0-9_][A-Za-z0-9_.-]*)$")

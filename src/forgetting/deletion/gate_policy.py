@@ -46,7 +46,7 @@ from forgetting.cost.pricing import load_profiles
 from forgetting.deletion.parts import text_slots
 from forgetting.deletion.policy import HistoryView, PolicyContext, Rewrite
 from forgetting.deletion.settings import DeletionSettings
-from forgetting.errors import ConfigError, UserError
+from forgetting.foundation.errors import ConfigError, UserError
 from forgetting.grid import Deletion
 
 

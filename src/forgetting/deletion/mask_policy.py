@@ -18,7 +18,7 @@ from typing import Any
 from forgetting.deletion.names import numbered
 from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, whole_tool_outputs
 from forgetting.deletion.random_policy import check_keys, integer
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import Deletion
 
 DEFAULT_MASK_PLACEHOLDER = "[{lines} lines of old tool output omitted]"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS
 
 _KEEP = re.compile(r"^keep(\d+)$")

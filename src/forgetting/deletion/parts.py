@@ -1,12 +1,12 @@
 """The deletable text of a message: its *cores*, and how to put rewritten cores back.
 
-What each part of a turn (:mod:`forgetting.messages`) holds:
+What each part of a turn (:mod:`forgetting.prompt.messages`) holds:
 
 ``reasoning``
     the assistant message's ``reasoning_content`` (when present) and the text of its
     ``content``. When the message has ``tool_calls``, those are its actions (never touched)
     and the whole content is reasoning; when it has none (the text-action style), the
-    agent's action blocks — the matches of its :class:`~forgetting.messages.ActionSyntax`,
+    agent's action blocks — the matches of its :class:`~forgetting.prompt.messages.ActionSyntax`,
     e.g. mini-swe-agent 2.x's ```` ```mswea_bash_command ```` block — are cut out of the
     content first and stay byte-identical in place. Any other fenced block (a quoted
     ```` ```bash ```` snippet the agent never runs) is reasoning. Under syntax ``None`` (a
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forgetting.messages import ActionSyntax, split_text_actions
+from forgetting.prompt.messages import ActionSyntax, split_text_actions
 
 #: one slot of a message: ("reasoning_content",), ("content",) or ("content", i) for list part i
 Path = tuple[Any, ...]

@@ -33,7 +33,7 @@ from forgetting.deletion.names import (
 )
 from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
 from forgetting.deletion.settings import DeletionSettings
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion
 
 RANDOM_KEYS = ("name", "policy", "scope", "granularity", "amount", "keep_last", "timing")

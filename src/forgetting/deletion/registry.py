@@ -13,7 +13,7 @@ import importlib
 
 from forgetting.deletion.policy import Policy, PolicyError
 from forgetting.deletion.settings import DeletionSettings
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import Deletion
 
 #: policy name → ``module:Class``

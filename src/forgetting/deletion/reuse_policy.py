@@ -29,9 +29,9 @@ from forgetting.deletion.names import parse_retention, retention_word, split_num
 from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite, whole_tool_outputs
 from forgetting.deletion.random_policy import check_keys, integer, keep_last_of, retention_label
 from forgetting.deletion.settings import DeletionSettings
-from forgetting.errors import ConfigError
+from forgetting.foundation.errors import ConfigError
 from forgetting.grid import Deletion
-from forgetting.messages import actions
+from forgetting.prompt.messages import actions
 
 _KEYS = ("name", "policy", "stale_after", "keep_last", "timing")
 

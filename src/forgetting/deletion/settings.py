@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from forgetting import config_schema
 from forgetting.deletion.tokens import TOKEN_DRAWS
-from forgetting.errors import ConfigError
+from forgetting.foundation import config_schema
+from forgetting.foundation.errors import ConfigError
 
 #: the schema's placeholder texts (``deletion.placeholders``), by the part they stand in for
 DEFAULT_PLACEHOLDERS: Mapping[str, str] = config_schema.defaults("deletion")["placeholders"]

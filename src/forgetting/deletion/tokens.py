@@ -1,6 +1,6 @@
 """Token-level deletion: remove a random share of a text's tokens, keep the rest in order.
 
-Tokens are the model's (:mod:`forgetting.tokenizer`, Qwen's byte-level BPE). Two ways to
+Tokens are the model's (:mod:`forgetting.prompt.tokenizer`, Qwen's byte-level BPE). Two ways to
 draw the removed tokens (config ``deletion.token_draw``):
 
 ``exact`` (default)
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from forgetting import tokenizer
+from forgetting.prompt import tokenizer
 
 TOKEN_DRAWS: tuple[str, ...] = ("exact", "bernoulli")
 

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from forgetting.errors import ResourceError, UserError
-from forgetting.inputs import parse_json, parse_yaml, read_text
+from forgetting.foundation.errors import ResourceError, UserError
+from forgetting.foundation.inputs import parse_json, parse_yaml, read_text
 
 #: ``demo__<project>-<number>``
 ID_PATTERN = re.compile(r"demo__(?P<project>[a-z][a-z0-9_]*)-(?P<number>[1-9][0-9]*)")

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from forgetting.atomic import write_json
-from forgetting.endpoint_settings import check_base_url
-from forgetting.errors import ConfigError, UserError
+from forgetting.foundation.atomic import write_json
+from forgetting.foundation.errors import ConfigError, UserError
+from forgetting.study.endpoint_settings import check_base_url
 
 
 class AddressError(UserError):

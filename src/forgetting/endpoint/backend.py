@@ -1,11 +1,11 @@
 """``model.backend: endpoint`` for a batch: nothing started, the endpoint checked.
 
 :meth:`EndpointBackend.serving` — the ``endpoint`` entry of
-:data:`forgetting.model_server.BACKENDS`, a :class:`~forgetting.model_server.ServingBackend` —
+:data:`forgetting.run.model_server.BACKENDS`, a :class:`~forgetting.run.model_server.ServingBackend` —
 reads the API key from the variable
 ``model.endpoint.api_key_env`` names, finds the endpoint (``base_url``, or the address file a
 ``forgetting serve`` job publishes, waited for), checks it once (:func:`.health.check_endpoint`)
-and yields it to the batch (:class:`ServedEndpoint`) with the :class:`~forgetting.proxy.upstream.Access` its runs'
+and yields it to the batch (:class:`ServedEndpoint`) with the :class:`~forgetting.run.proxy.upstream.Access` its runs'
 proxies use: the key, and the limits the runs share (``max_concurrent_requests`` slots and the
 pause after a 429, in the batch's scratch directory). A failed check raises before any run is
 started. While the runs go on, :meth:`ServedEndpoint.trouble` checks again when the batch asks (every 30 s,
@@ -30,12 +30,12 @@ from typing import Any, ClassVar, TextIO
 from forgetting.demo.scripted.model import FINGERPRINT
 from forgetting.endpoint.address import ServerAddress, read_address, wait_for_address
 from forgetting.endpoint.health import EndpointError, ModelEntry, check_endpoint
-from forgetting.endpoint_settings import EndpointSettings
-from forgetting.errors import UserError
-from forgetting.model_server import served_name_of
-from forgetting.proxy.settings import ProxySettings
-from forgetting.proxy.shared_limits import SharedLimits
-from forgetting.proxy.upstream import Access, Upstream
+from forgetting.foundation.errors import UserError
+from forgetting.run.model_server import served_name_of
+from forgetting.run.proxy.settings import ProxySettings
+from forgetting.run.proxy.shared_limits import SharedLimits
+from forgetting.run.proxy.upstream import Access, Upstream
+from forgetting.study.endpoint_settings import EndpointSettings
 
 #: the health check's own request timeout (a model list comes back in well under a second)
 HEALTH_TIMEOUT_S = 30.0

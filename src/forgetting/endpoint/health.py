@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from forgetting.errors import UserError
-from forgetting.proxy.upstream import Upstream, describe_failure
+from forgetting.foundation.errors import UserError
+from forgetting.run.proxy.upstream import Upstream, describe_failure
 
 
 class EndpointError(UserError):

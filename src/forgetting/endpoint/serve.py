@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from forgetting.config import Study
 from forgetting.endpoint.address import ServerAddress, publish_address, withdraw_address
 from forgetting.endpoint.gate import gate
-from forgetting.endpoint_settings import EndpointSettings
-from forgetting.errors import ConfigError, UserError
-from forgetting.inputs import check_output_file
-from forgetting.model_server import process_backend_of, served_name_of, server_for
+from forgetting.foundation.errors import ConfigError, UserError
+from forgetting.foundation.inputs import check_output_file
+from forgetting.run.model_server import process_backend_of, served_name_of, server_for
+from forgetting.study.config import Study
+from forgetting.study.endpoint_settings import EndpointSettings
 
 #: what ``forgetting serve --backend`` can start
 SERVABLE = ("vllm", "scripted")

@@ -1,7 +1,7 @@
-"""The fields of a call log's records (``calls.jsonl``, :mod:`forgetting.calllog`), checked.
+"""The fields of a call log's records (``calls.jsonl``, :mod:`forgetting.records.calllog`), checked.
 
 A record that is valid JSON but misses a field a reader uses, or holds it with another type,
-is one :class:`~forgetting.errors.RunOutputError` line naming the file, the line and the field
+is one :class:`~forgetting.foundation.errors.RunOutputError` line naming the file, the line and the field
 (``calls.jsonl: line 7 (call): segments[2] is the number 5, expected a segment key``). The
 reader then builds its typed records from what these functions return and trusts them.
 """

@@ -7,7 +7,7 @@ JSON object has exactly these fields (call-log format ``forgetting-calllog/1``; 
 is the one the engine has written since that format began, so every call log on disk reads
 through :meth:`PartDeletion.from_json`):
 
-``turn``           the turn (1-based, :func:`forgetting.messages.segment`)
+``turn``           the turn (1-based, :func:`forgetting.prompt.messages.segment`)
 ``part``           ``reasoning`` or ``tool_output``
 ``message_index``  the message of the history that was rewritten
 ``mode``           ``turn`` (replaced by a placeholder) or ``token`` (a share of its tokens removed)
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from forgetting.errors import RunOutputError
+from forgetting.foundation.errors import RunOutputError
 from forgetting.grid import PARTS
 
 #: how a part is rewritten: replaced by a placeholder, or thinned token by token

@@ -2,7 +2,7 @@
 
 Every reader of :mod:`forgetting.records` turns a JSON object into a typed record through
 :class:`Fields`: each field is asked for with the type it must have, and a field that is
-missing or of another type is one :class:`~forgetting.errors.RunOutputError` line naming the
+missing or of another type is one :class:`~forgetting.foundation.errors.RunOutputError` line naming the
 file and the field (``x.traj.json: messages[3].tool_calls is a string, expected a list or
 null``). Inner code then trusts the record.
 """
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from forgetting.errors import RunOutputError
+from forgetting.foundation.errors import RunOutputError
 
 
 def kind_of(value: Any) -> str:

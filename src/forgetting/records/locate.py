@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forgetting import layout
-from forgetting.errors import RunOutputError, UserError
-from forgetting.inputs import check_stored
+from forgetting.foundation import layout
+from forgetting.foundation.errors import RunOutputError, UserError
+from forgetting.foundation.inputs import check_stored
 from forgetting.records.mini import MiniTrajectory, parse_mini
 from forgetting.records.run_record import RunRecord, read_run_record
 from forgetting.records.trae import TraeTrajectory, parse_trae

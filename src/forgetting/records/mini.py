@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forgetting.chat_format import content_text
-from forgetting.errors import RunOutputError
-from forgetting.messages import NON_PROMPT_ROLES, Action, Style, actions, detect_style
+from forgetting.foundation.errors import RunOutputError
+from forgetting.prompt.chat_format import content_text
+from forgetting.prompt.messages import NON_PROMPT_ROLES, Action, Style, actions, detect_style
+from forgetting.prompt.usage import Usage, parse_usage
 from forgetting.records.fields import Fields
-from forgetting.usage import Usage, parse_usage
 
 #: ``trajectory_format`` of the mini-swe-agent versions: 1.x, and 2.x
 FORMAT_1X, FORMAT_2X = "mini-swe-agent-1", "mini-swe-agent-1.1"
@@ -105,7 +105,7 @@ class MiniTrajectory:
     action_regex: tuple[str, str] | None
 
     def chat_messages(self) -> list[Mapping[str, Any]]:
-        """Every message as stored (for :func:`forgetting.messages.segment`)."""
+        """Every message as stored (for :func:`forgetting.prompt.messages.segment`)."""
         return [m.message for m in self.messages]
 
     def prompt_messages(self) -> list[MiniMessage]:

@@ -1,9 +1,9 @@
 """A finished run's record, ``run.json``: the one place it is built, written and read.
 
-The runner (:mod:`forgetting.runner.batch`) and the synthetic-study generator build a
+The runner (:mod:`forgetting.run.batch`) and the synthetic-study generator build a
 :class:`RunRecord` and write it with :func:`write_run_record`; every stage that reads a run's
 outcome reads it with :func:`read_run_record`, which checks every field once (a missing or
-wrongly typed field is one :class:`~forgetting.errors.RunOutputError` line naming the file and
+wrongly typed field is one :class:`~forgetting.foundation.errors.RunOutputError` line naming the file and
 the field). The presence of ``run.json`` marks a finished run (:func:`is_finished`).
 
 ``model_backend`` says what produced the run: ``vllm``, ``scripted`` (the demo's stand-in) or
@@ -19,11 +19,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Protocol
 
-from forgetting.atomic import write_text
-from forgetting.errors import RunOutputError
+from forgetting.foundation.atomic import write_text
+from forgetting.foundation.errors import RunOutputError
+from forgetting.foundation.inputs import check_stored, read_stored
+from forgetting.foundation.layout import RUN_JSON
 from forgetting.grid import Deletion
-from forgetting.inputs import check_stored, read_stored
-from forgetting.layout import RUN_JSON
 from forgetting.records.fields import Fields
 
 #: how a finished run can end (SPEC §3)
@@ -35,7 +35,7 @@ _HINT = "rerun this run"
 
 
 class PlannedRun(Protocol):
-    """A run of the plan (:class:`forgetting.plan.Run`): its identity columns and its deletion."""
+    """A run of the plan (:class:`forgetting.study.plan.Run`): its identity columns and its deletion."""
 
     @property
     def deletion(self) -> Deletion: ...

@@ -76,7 +76,7 @@ def snakemake_cmd(*args: str, profiles: tuple[Path, ...] = (PROFILE,)) -> list[s
 
 
 #: the machine Snakemake runs on, for the shipped profile's site (GH200 nodes, arm64 login
-#: nodes): the workflow checks each partition's architecture against it (forgetting.cluster_route)
+#: nodes): the workflow checks each partition's architecture against it (forgetting.cluster.route)
 SITE_HOST_ARCH = {"FORGETTING_HOST_ARCH": "arm64"}
 
 

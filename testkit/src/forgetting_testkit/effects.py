@@ -7,7 +7,7 @@ multiplies re-fetches; rewriting history re-bills input, so caching-aware cost r
 flat cost can fall). The tables follow the declared schemas, with ``model_backend`` set to
 ``synthetic`` so nothing downstream can mistake them for measurements.
 
-Each run's draws come from its own seed (``forgetting.plan`` derives it from the run id), so
+Each run's draws come from its own seed (``forgetting.study.plan`` derives it from the run id), so
 the rows of a run do not depend on which other runs are generated.
 """
 
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from forgetting.plan import Run
-from forgetting.schemas import CALLS_SCHEMA, RUN_COSTS_SCHEMA, RUNS_SCHEMA, TIMINGS_SCHEMA, TOOL_CALLS_SCHEMA
-from forgetting.seeds import unit as _unit
+from forgetting.foundation.seeds import unit as _unit
+from forgetting.records.schemas import CALLS_SCHEMA, RUN_COSTS_SCHEMA, RUNS_SCHEMA, TIMINGS_SCHEMA, TOOL_CALLS_SCHEMA
+from forgetting.study.plan import Run
 
 #: USD per million tokens: input, cached input, output (the paper's price sheet)
 PRICES = (0.45, 0.09, 2.25)

@@ -70,7 +70,7 @@ def scripted_model(tmp: Path, *, extra: list[str] | None = None) -> Iterator[str
 @contextlib.contextmanager
 def fake_vllm(tmp: Path, env: dict[str, str] | None = None) -> Iterator[str]:
     """The vLLM test double (canned replies; ``FAKE_VLLM_*`` in ``env``) on a free port."""
-    from forgetting.model_server import free_port
+    from forgetting.run.model_server import free_port
 
     port = free_port()
     port_file = tmp / "fake-vllm.port"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from swebench.image_builder.image_spec import ImageSpec
 
-from forgetting.layout import Layout
+from forgetting.foundation.layout import Layout
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.trajectories import write_run_json
 
@@ -115,9 +115,9 @@ def demo_study(tmp_path: Path, monkeypatch: Any, *, other_tasks: tuple[str, ...]
     }
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(config))
-    # every demo task's checkout is the fixture task's (one line in forgetting.evaluation.local)
+    # every demo task's checkout is the fixture task's (one line in forgetting.evaluate.local)
     monkeypatch.setattr(
-        "forgetting.evaluation.local.checkout_demo_task",
+        "forgetting.evaluate.local.checkout_demo_task",
         lambda tasks_dir, iid, dest: build_repo(dest),
     )
     return path

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from forgetting.grid import paper_configuration
-from forgetting.plan import run_id
-from forgetting.schemas import RUNS_SCHEMA, TOOL_CALLS_SCHEMA
+from forgetting.records.schemas import RUNS_SCHEMA, TOOL_CALLS_SCHEMA
+from forgetting.study.plan import run_id
 
 DELAYED = "delayed-turn-tool_output-50"
 IMMEDIATE = "immediate-turn-tool_output-50"

@@ -19,7 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from forgetting.agents import action_syntax
-from forgetting.messages import ActionSyntax, detect_style, segment, split_text_actions
+from forgetting.prompt.messages import ActionSyntax, detect_style, segment, split_text_actions
 
 #: what counts as an action in each style's reply text: mini (tool calls) has none; mini-text
 #: has mini-swe-agent's own action_regex, read from the config the runner uses

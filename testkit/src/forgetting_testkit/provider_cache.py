@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from forgetting import chat_format, tokenizer
-from forgetting.calllog import CallLogWriter
+from forgetting.prompt import chat_format, tokenizer
 from forgetting.records import PartDeletion
+from forgetting.records.calllog import CallLogWriter
 from forgetting.records.mini import MINI_BASH_TOOL
 
 MIN_PREFIX = 1024

@@ -1,7 +1,7 @@
 """Small SIF files written byte by byte from the format's layout (github.com/sylabs/sif,
 ``pkg/sif``: the 128-byte global header, 48 descriptors of 585 bytes from offset 4096, then
 the data), for tests of the code that reads an image's architecture. Written independently
-of :mod:`forgetting.sif` (plain ``int.to_bytes``), so a test of the reader is not circular.
+of :mod:`forgetting.foundation.sif` (plain ``int.to_bytes``), so a test of the reader is not circular.
 
 The real thing is an Apptainer-built image; these hold a few bytes of placeholder data, or a
 tar archive of a small tree (:func:`tree_payload`, which the apptainer test double reads),

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from forgetting.config import Study, load_study
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches, plan_runs
-from forgetting.schemas import write_table
+from forgetting.foundation.layout import Layout
+from forgetting.records.schemas import write_table
+from forgetting.study.config import Study, load_study
+from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.effects import synthetic_tables
 

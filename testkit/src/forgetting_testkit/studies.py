@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from forgetting.analysis import analyze_batch
-from forgetting.config import Study, load_study
-from forgetting.layout import Layout
-from forgetting.plan import plan_batches
+from forgetting.analyze.batch import analyze_batch
+from forgetting.foundation.layout import Layout
+from forgetting.study.config import Study, load_study
+from forgetting.study.plan import plan_batches
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.synth import synthesize
 

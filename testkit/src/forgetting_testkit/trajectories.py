@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from forgetting.foundation.layout import RUN_JSON
 from forgetting.grid import BASELINE_DELETION, Deletion
-from forgetting.layout import RUN_JSON
 from forgetting.records import PartDeletion, RunRecord, write_run_record
 
 A_PY = "def f():\n    return 1\n\n\ndef g():\n    return 2\n"  # 4 distinct lines
@@ -304,7 +304,7 @@ def write_call_log(
 ) -> Path:
     """A proxy call log with one call per entry of ``prompt_turns`` (the number of
     assistant messages in that call's prompt); ``deleted_by_call[i]`` is call i's ``deleted``."""
-    from forgetting.calllog import CallLogWriter
+    from forgetting.records.calllog import CallLogWriter
 
     header = {"run_id": "test", "deletion": "delayed-turn-tool_output-50", "seed": 1}
     with CallLogWriter(path, header) as w:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from forgetting.seeds import text_hex, unit
+from forgetting.foundation.seeds import text_hex, unit
 
 T = TypeVar("T")
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from forgetting import messages as msgs
-from forgetting.chat_format import content_text
 from forgetting.demo.scripted.commands import Classified, Toolset, classify, command_of
 from forgetting.demo.scripted.knowledge import TaskKnowledge
 from forgetting.demo.scripted.observations import is_intact
+from forgetting.prompt.chat_format import content_text
 
 
 @dataclass(frozen=True)

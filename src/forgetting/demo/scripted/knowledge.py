@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from forgetting.errors import ResourceError
+from forgetting.foundation.errors import ResourceError
 
 
 @dataclass(frozen=True)

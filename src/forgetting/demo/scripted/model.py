@@ -19,7 +19,6 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from forgetting import chat_format, tokenizer
 from forgetting.demo.scripted.commands import Toolset, tool_call
 from forgetting.demo.scripted.draws import Draws, run_key_for
 from forgetting.demo.scripted.history import fenced_actions, reconstruct, task_text_of
@@ -27,7 +26,8 @@ from forgetting.demo.scripted.knowledge import TaskBook
 from forgetting.demo.scripted.policy import Decision, Policy, unknown_task
 from forgetting.demo.scripted.prefix_cache import PrefixCache
 from forgetting.demo.scripted.settings import ScriptedSettings
-from forgetting.seeds import key_hex
+from forgetting.foundation.seeds import key_hex
+from forgetting.prompt import chat_format, tokenizer
 
 #: runs whose emulated prefix caches are kept at once (least recently used dropped)
 MAX_RUN_CACHES = 64

@@ -21,10 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from forgetting import tokenizer
 from forgetting.demo.scripted.knowledge import TaskBook
 from forgetting.demo.scripted.model import FINGERPRINT, SEED_HEADER, STAND_IN, BadRequest, ScriptedModel
 from forgetting.demo.scripted.settings import ScriptedSettings
+from forgetting.prompt import tokenizer
 
 MAX_BODY = 64 * 1024 * 1024
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from forgetting import config_schema
-from forgetting.errors import ConfigError
+from forgetting.foundation import config_schema
+from forgetting.foundation.errors import ConfigError
 
 #: the config section these settings are
 SECTION = "model.scripted"

@@ -80,7 +80,7 @@ def canned_reply(request: dict[str, Any], style: str, n: int) -> dict[str, Any]:
             "completion_tokens": 30,
             "total_tokens": prompt_tokens + 30,
             # one more 16-token block per call, never more than the prompt (a usage report must be
-            # consistent: forgetting.usage refuses cached tokens beyond prompt_tokens)
+            # consistent: forgetting.prompt.usage refuses cached tokens beyond prompt_tokens)
             "prompt_tokens_details": {"cached_tokens": min(16 * (n - 1), prompt_tokens)},
         },
     }

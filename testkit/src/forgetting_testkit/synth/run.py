@@ -23,20 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from forgetting import __version__, chat_format, tokenizer
+from forgetting import __version__
 from forgetting.agents import action_syntax
-from forgetting.atomic import replace_dir
-from forgetting.calllog import CallLogWriter
-from forgetting.config import Study
 from forgetting.deletion import DeletionSettings, Reducer
-from forgetting.evaluation.report import EvalReport, patch_digest
-from forgetting.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
-from forgetting.messages import ActionSyntax
-from forgetting.model_server import served_name_of
-from forgetting.plan import Run
+from forgetting.foundation.atomic import replace_dir
+from forgetting.foundation.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
+from forgetting.foundation.seeds import derive_seed, unit
+from forgetting.prompt import chat_format, tokenizer
+from forgetting.prompt.messages import ActionSyntax
 from forgetting.records import SYNTHETIC_BACKEND, RunRecord, write_run_record
-from forgetting.runner.settings import RunnerSettings
-from forgetting.seeds import derive_seed, unit
+from forgetting.records.calllog import CallLogWriter
+from forgetting.records.eval_report import EvalReport, patch_digest
+from forgetting.run.model_server import served_name_of
+from forgetting.run.settings import RunnerSettings
+from forgetting.study.config import Study
+from forgetting.study.plan import Run
 from forgetting_testkit.synth.agent import Sight, SyntheticAgent, profile_of
 from forgetting_testkit.synth.render import Rendered, TraeRenderer, renderer_for, unified_diff
 from forgetting_testkit.synth.trajectories import TraeCall, mini_trajectory, trae_trajectory

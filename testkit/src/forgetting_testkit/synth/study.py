@@ -33,12 +33,12 @@ from typing import Any
 
 import yaml
 
-from forgetting.atomic import write_json, write_text
-from forgetting.config import Study, load_study, read_yaml
-from forgetting.errors import UserError
-from forgetting.layout import EVAL_JSON, RUN_JSON, Layout
-from forgetting.plan import Run, plan_batches, plan_runs, summarize, write_run_table
+from forgetting.foundation.atomic import write_json, write_text
+from forgetting.foundation.errors import UserError
+from forgetting.foundation.layout import EVAL_JSON, RUN_JSON, Layout
 from forgetting.records import is_finished, read_run_record
+from forgetting.study.config import Study, load_study, read_yaml
+from forgetting.study.plan import Run, plan_batches, plan_runs, summarize, write_run_table
 from forgetting_testkit.synth.run import EVAL_BACKEND, SYNTH_FORMAT, RunResult, synthesize_run
 
 STUDY_FILE = "study.yaml"

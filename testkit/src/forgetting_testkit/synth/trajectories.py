@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forgetting.messages import ActionSyntax
+from forgetting.prompt.messages import ActionSyntax
 
 
 def iso(t: float) -> str:

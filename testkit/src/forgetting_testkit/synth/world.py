@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forgetting.seeds import seed63
+from forgetting.foundation.seeds import seed63
 
 NOUNS = (
     "value", "field", "query", "model", "record", "token", "path", "config", "option", "result",

@@ -1,0 +1,67 @@
+"""Settings of the deletion proxy (config ``execution.proxy``) and of its deletion engine
+(config ``deletion``); their defaults are the schema's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from forgetting.deletion.settings import DeletionSettings
+from forgetting.foundation import config_schema
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """The keys of ``execution.proxy`` (config/README.md), and the ``deletion`` section."""
+
+    deletion: DeletionSettings
+    #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504);
+    #: the policy: :mod:`forgetting.run.proxy.upstream`
+    retries: int
+    #: wait before the first retry; doubles with each further retry, capped at backoff_max_s
+    backoff_s: float
+    backoff_max_s: float
+    #: share of each backoff wait taken off at random (deterministic: the run's seed)
+    jitter: float
+    #: all of one request's waits between attempts together at most (Retry-After included)
+    max_wait_s: float
+    #: seconds to wait for the upstream's reply to one attempt (a long generation takes a while)
+    timeout_s: float
+    connect_timeout_s: float
+    #: fsync the call log after every record (survives a machine crash, not only a killed proxy)
+    fsync: bool
+    #: seconds a client connection may sit idle (between requests, or stalled inside one)
+    #: before the proxy closes it and frees its thread
+    idle_timeout_s: float
+    #: largest request body accepted (not configurable)
+    max_request_bytes: ClassVar[int] = 64 * 1024 * 1024
+
+    @classmethod
+    def from_config(
+        cls, proxy_section: Mapping[str, Any] | None = None, deletion_section: Mapping[str, Any] | None = None
+    ) -> ProxySettings:
+        """From ``study.section("execution")["proxy"]`` and ``study.section("deletion")``, or
+        parts of them (checked against the schema, its defaults filled; None: the defaults)."""
+        p = config_schema.section("execution.proxy", proxy_section)
+        return cls(
+            deletion=DeletionSettings.from_config(deletion_section), retries=int(p["retries"]),
+            backoff_s=float(p["backoff_s"]), backoff_max_s=float(p["backoff_max_s"]), jitter=float(p["jitter"]),
+            max_wait_s=float(p["max_wait_s"]), timeout_s=float(p["timeout_s"]),
+            connect_timeout_s=float(p["connect_timeout_s"]), fsync=bool(p["fsync"]),
+            idle_timeout_s=float(p["idle_timeout_s"]),
+        )
+
+    @classmethod
+    def from_study(cls, study: Any) -> ProxySettings:
+        """From a :class:`forgetting.study.config.Study`."""
+        return cls.from_config(study.section("execution")["proxy"], study.section("deletion"))
+
+    def as_dict(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**values, "deletion": self.deletion.as_dict()}
+
+    def upstream_options(self) -> dict[str, Any]:
+        """How the proxy talks to the model server: :class:`~forgetting.run.proxy.upstream.Upstream`'s options."""
+        keys = ("retries", "backoff_s", "backoff_max_s", "jitter", "max_wait_s", "timeout_s", "connect_timeout_s")
+        return {k: getattr(self, k) for k in keys}

@@ -1,0 +1,159 @@
+"""What a batch of runs needs to know from the study config, resolved and checked once.
+
+Keys (``config/README.md``): ``agent.turn_cap``, ``agent.command_timeout_s``,
+``agent.mini`` / ``agent.mini-text`` (``config_file``), ``agent.trae`` (``apptainer_image``,
+``install_dir``, ``executable``, ``max_retries``; the schema checks the keys), ``execution.concurrency``,
+``execution.run_timeout_s``, ``execution.scratch_dir``, ``model.*``, ``dataset.*`` and
+``evaluation.image_dir`` / ``evaluation.apptainer`` (the SWE-bench instance images the agents
+work in on the cluster). Every default is the schema's: the settings read the filled sections.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forgetting.agents import MINI_AGENTS
+from forgetting.evaluate.settings import ApptainerSettings, EvalSettings
+from forgetting.foundation import config_schema
+from forgetting.foundation.errors import ConfigError
+from forgetting.instances.dataset_file import DatasetSource, dataset_source
+from forgetting.run.model_server import served_name_of
+from forgetting.study.config import PROJECT_ROOT, Study
+
+
+def _expand(value: str) -> str:
+    return os.path.expandvars(os.path.expanduser(str(value)))
+
+
+def _rooted(root: Path, value: str) -> Path:
+    """A config path; a relative one against the project root (as ``Study.path``)."""
+    p = Path(value)
+    return p if p.is_absolute() else root / p
+
+
+def _path(root: Path, value: str) -> Path:
+    """A config path, ``~`` and ``$VARS`` expanded, relative ones against the project root."""
+    return _rooted(root, _expand(value))
+
+
+def mini_config_files(agent: Mapping[str, Any] | None, root: Path = PROJECT_ROOT) -> dict[str, Path | None]:
+    """``agent.mini.config_file`` / ``agent.mini-text.config_file`` of an ``agent`` section
+    (None: mini's own); a named file that does not exist is an error."""
+    agent = config_schema.section("agent", agent)
+    files: dict[str, Path | None] = {}
+    for name in MINI_AGENTS:
+        value = agent[name].get("config_file")  # optional: mini-swe-agent's own config
+        files[name] = _path(root, value) if value else None
+        if value and not files[name].is_file():  # type: ignore[union-attr]
+            raise ConfigError(f"agent.{name}.config_file: {files[name]} not found")
+    return files
+
+
+@dataclass(frozen=True)
+class TraeSettings:
+    #: the Trae agent image (containers/trae-agent.def); its /opt/trae-agent is bound into the
+    #: instance container (``--bind IMAGE:/opt/trae-agent:image-src=/opt/trae-agent``)
+    apptainer_image: Path | None
+    #: or a host directory holding that prefix (bound read-only at /opt/trae-agent)
+    install_dir: Path | None
+    #: the ``trae-cli`` to start: inside the container by default; for demo tasks (no
+    #: container) an executable on this machine
+    executable: str
+    #: Trae's own retries of a failed model call (its ``max_retries``)
+    max_retries: int
+
+    @classmethod
+    def from_section(cls, section: Mapping[str, Any] | None = None, *, root: Path = PROJECT_ROOT) -> TraeSettings:
+        """From ``agent.trae`` (or part of it; checked, its defaults filled)."""
+        trae = config_schema.section("agent.trae", section)
+        image, install = trae.get("apptainer_image"), trae.get("install_dir")  # optional: no image
+        if image and install:
+            raise ConfigError("agent.trae: give apptainer_image or install_dir, not both")
+        return cls(
+            apptainer_image=_path(root, image) if image else None,
+            install_dir=_path(root, install) if install else None,
+            executable=str(trae["executable"]),
+            max_retries=int(trae["max_retries"]),
+        )
+
+
+@dataclass(frozen=True)
+class RunnerSettings:
+    """Everything a run needs from the config besides its own identity."""
+
+    turn_cap: int
+    command_timeout_s: int
+    run_timeout_s: int
+    concurrency: int
+    scratch_dir: Path
+    model: Mapping[str, Any]
+    dataset_kind: str
+    instances: DatasetSource  # the demo's tasks directory; a file or the hub for swebench
+    image_dir: Path
+    apptainer: str
+    apptainer_exec_args: tuple[str, ...]
+    #: ``evaluation.apptainer`` whole: the writable layer, the cache and temporary directories
+    apptainer_settings: ApptainerSettings
+    mini_config_files: Mapping[str, Path | None]
+    trae: TraeSettings
+    force_rerun: bool
+    fixed_test_durations: bool
+
+    @property
+    def backend(self) -> str:
+        return str(self.model["backend"])
+
+    @property
+    def served_name(self) -> str:
+        return served_name_of(self.model)
+
+    @property
+    def kill_after_s(self) -> float:
+        """When a run that ignores its own time limit is killed: the limit plus a grace period."""
+        return self.run_timeout_s + max(60.0, 0.1 * self.run_timeout_s)
+
+    @staticmethod
+    def mini_files_from_study(study: Study) -> dict[str, Path | None]:
+        """``agent.mini.config_file`` / ``agent.mini-text.config_file`` (None: mini's own)."""
+        return mini_config_files(study.section("agent"), study.root)
+
+    @classmethod
+    def from_study(cls, study: Study) -> RunnerSettings:
+        return cls.from_config(study.raw, root=study.root)
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], *, root: Path = PROJECT_ROOT) -> RunnerSettings:
+        """From a study config's mapping — a loaded study's, or a part of one that names at
+        least ``model`` and ``dataset`` (its sections checked, every default the schema's);
+        relative paths against ``root`` (a study's root, by default this checkout)."""
+        cfg = config_schema.filled(cfg)
+        agent = config_schema.section("agent", cfg["agent"])
+        execution = config_schema.section("execution", cfg["execution"])
+        model = config_schema.section("model", cfg.get("model"))
+        dataset = config_schema.section("dataset", cfg.get("dataset"))
+        scratch = execution.get("scratch_dir")  # optional: the system's temporary directory
+        evaluation = EvalSettings.from_section(cfg["evaluation"], root=root, scratch=scratch)
+        return cls(
+            turn_cap=int(agent["turn_cap"]),
+            command_timeout_s=int(agent["command_timeout_s"]),
+            run_timeout_s=int(execution["run_timeout_s"]),
+            concurrency=int(execution["concurrency"]),
+            scratch_dir=Path(_expand(scratch)) if scratch else Path(tempfile.gettempdir()),
+            model=model,
+            dataset_kind=str(dataset["kind"]),
+            instances=(_rooted(root, dataset["instances"]) if dataset["kind"] == "demo" else
+                       dataset_source(str(dataset["instances"]), root=root, split=str(dataset["split"]))),
+            image_dir=evaluation.image_dir,
+            apptainer=evaluation.apptainer.executable,
+            apptainer_exec_args=evaluation.apptainer.exec_args,
+            apptainer_settings=evaluation.apptainer,
+            mini_config_files=mini_config_files(agent, root),
+            trae=TraeSettings.from_section(agent["trae"], root=root),
+            force_rerun=bool(cfg["force_rerun"]),
+            fixed_test_durations=bool(agent["fixed_test_durations"]),
+        )

@@ -1,0 +1,280 @@
+"""Loading and checking a study config (``config/*.yaml``).
+
+The JSON schema in ``workflow/schemas/config.schema.yaml`` is the single description of the
+keys and their defaults (:mod:`forgetting.foundation.config_schema`); the Snakefile validates the same
+file with ``snakemake.utils.validate``. On top of the schema this module checks what a schema
+cannot (names in the grid, files that must exist, duplicate or unknown task ids) and turns
+every problem into one line naming the key. A :class:`Study` holds the config with every
+default filled in: code reads its sections as they are (``study.section("agent")["turn_cap"]``).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forgetting.behaviour.rules import load_rules
+from forgetting.cost.pricing import profiles_from_config
+from forgetting.deletion.policy import PolicyContext
+from forgetting.foundation import inputs
+from forgetting.foundation.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
+from forgetting.foundation.config_schema import error_line, fill_defaults, first_error, load_schema
+from forgetting.foundation.errors import ConfigError, UserError
+from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
+from forgetting.instances.images import check_template
+from forgetting.instances.tasks import load_task_ids
+from forgetting.study.endpoint_settings import EndpointSettings
+from forgetting.study.naming import parse_configuration_name
+from forgetting.study.policies import build_policies
+
+#: the most runs a study may plan (the paper's: 9,400): its run table is built in memory
+MAX_RUNS = 1_000_000
+#: the keys whose values are paths (files or directories the study reads or writes)
+PATH_KEYS: tuple[str, ...] = (
+    "study.results_dir", "tasks.ids_file", "dataset.instances", "model.vllm.apptainer_image",
+    "model.vllm.model_dir", "model.endpoint.address_file", "agent.mini.config_file", "agent.mini.apptainer_image",
+    "agent.mini-text.config_file", "agent.mini-text.apptainer_image", "agent.trae.apptainer_image",
+    "agent.trae.install_dir", "execution.scratch_dir", "evaluation.image_dir", "containers.image_dir",
+    "analysis.label_rules", "pricing.dir",
+)
+
+
+def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
+    """Validate against the JSON schema; return a copy with defaults filled in."""
+    error = first_error(config)
+    if error is not None:
+        raise ConfigError(f"{source}: {error_line(error)}")
+    return fill_defaults(copy.deepcopy(dict(config)), load_schema())
+
+
+@dataclass(frozen=True)
+class Study:
+    """A checked study config: what to run and how to analyse it."""
+
+    source: str
+    root: Path
+    raw: Mapping[str, Any]
+    name: str
+    seed: int
+    agents: tuple[str, ...]
+    tasks: tuple[str, ...]
+    configurations: tuple[Deletion, ...]
+    baseline_repeats: int
+    deletion_repeats: int
+    results_dir: Path
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, key: str) -> Mapping[str, Any]:
+        """A config section with its defaults filled in (``model``, ``analysis``, …): read its
+        keys as they are (``study.section("agent")["turn_cap"]``)."""
+        return self.raw[key]
+
+    def path(self, value: str | os.PathLike[str]) -> Path:
+        """Resolve a path from the config against the project root."""
+        p = Path(value)
+        return p if p.is_absolute() else self.root / p
+
+    def config_paths(self) -> list[Path]:
+        """Every path the config names (:data:`PATH_KEYS`; ``~`` and ``$VARS`` expanded),
+        resolved against the project root: an OSError there is the user's to fix."""
+        out = []
+        for key in PATH_KEYS:
+            node: Any = self.raw
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, Mapping) else None
+            if isinstance(node, str) and node:
+                out.append(self.path(os.path.expandvars(os.path.expanduser(node))))
+        return out
+
+    @property
+    def deletion_configurations(self) -> tuple[Deletion, ...]:
+        return tuple(d for d in self.configurations if not d.is_baseline)
+
+    def configuration(self, name: str) -> Deletion:
+        for d in self.configurations:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+
+def _as_list(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _only(items: list[str], cfg: Mapping[str, Any], key: str, source: str, what: str) -> list[str]:
+    """``items`` narrowed to the config's ``key`` (``only_agents``, ``only_tasks``): each name
+    it lists must be one of them, else a ConfigError saying it is not ``what``."""
+    only = _as_list(cfg.get(key))
+    if not only:
+        return items
+    for name in only:
+        if name not in items:
+            raise ConfigError(f"{source}: {key}: {name!r} is not {what}")
+    return [x for x in items if x in only]
+
+
+def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
+    section = cfg["configurations"]
+    context = PolicyContext.from_config(cfg, root)
+    names = section["names"]
+    if names == "all":
+        chosen = list(PAPER_CONFIGURATIONS)
+    elif names == "none":
+        chosen = []
+    else:
+        chosen = []
+        for i, name in enumerate(names):
+            if name == BASELINE:
+                continue  # the baseline is always part of a study
+            chosen.append(parse_configuration_name(name, f"configurations.names[{i}]", context))
+    filt = section.get("filter")
+    if filt:
+        amounts = filt.get("amount")
+        if filt.get("granularity") == ["token"] and amounts and all(float(a) == 100 for a in amounts):
+            raise ConfigError(
+                "configurations.filter: token granularity at 100 % equals turn-level 100 % and is not run"
+            )
+        chosen = filter_configurations(
+            chosen,
+            scope=filt.get("scope"),
+            granularity=filt.get("granularity"),
+            amount=amounts,
+            timing=filt.get("timing"),
+        )
+    if section.get("policies"):
+        chosen.extend(build_policies(section["policies"], key="configurations.policies", context=context))
+    seen: set[str] = set()
+    for d in chosen:
+        if d.name in seen:
+            raise ConfigError(f"configurations: {d.name!r} is listed twice")
+        seen.add(d.name)
+    return chosen
+
+
+def find_root(config_path: Path) -> Path:
+    """The project root a config's relative paths are resolved against."""
+    for parent in [config_path.resolve().parent, *config_path.resolve().parents]:
+        if (parent / "Snakefile").exists() or (parent / "pyproject.toml").exists():
+            return parent
+    return Path.cwd()
+
+
+def read_yaml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file() and not p.is_dir():
+        raise ConfigError(f"{p}: config file not found")
+    data = inputs.read_yaml(p, what="config file", error=ConfigError)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: a config must be a mapping of keys to values")
+    return data
+
+
+def merge_configs(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` on ``base``, mappings merged key by key (as Snakemake merges several
+    ``--configfile``), every other value replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_configs(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_study(
+    path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    overrides: Mapping[str, Any] | None = None,
+) -> Study:
+    """Read, validate and resolve a config file — or several, each an overlay on the ones
+    before it (``config/config.yaml config/policies.yaml``) — and ``overrides`` as from
+    ``--config`` (top-level keys replaced)."""
+    paths = [Path(path)] if isinstance(path, str | os.PathLike) else [Path(p) for p in path]
+    data: dict[str, Any] = {}
+    for p in paths:
+        data = merge_configs(data, read_yaml(p))
+    if overrides:
+        data = {**data, **overrides}
+    source = " + ".join(str(p) for p in paths)
+    return study_from_mapping(data, source=source, root=find_root(paths[0]))
+
+
+def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> Study:
+    """Build a :class:`Study` from an already-parsed config (the Snakefile's ``config``)."""
+    cfg = validate_schema(data, source)
+    try:
+        check_template(cfg["evaluation"]["instance_images"]["name_template"])
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    configurations = _select_configurations(cfg, Path(root))
+    only = _as_list(cfg.get("only"))
+    if only:
+        known = {d.name for d in configurations} | {BASELINE}
+        for name in only:
+            if name not in known:
+                raise ConfigError(
+                    f"{source}: only: {name!r} is not a configuration of this study; "
+                    f"choose from: baseline, {', '.join(sorted(known - {BASELINE}))}"
+                )
+        configurations = [d for d in configurations if d.name in only]
+    include_baseline = not only or BASELINE in only
+    if include_baseline:
+        configurations = [paper_configuration(BASELINE), *configurations]
+    if not configurations:
+        raise ConfigError(f"{source}: configurations: the selection is empty")
+
+    agents = list(cfg["agents"])
+    agents = _only(agents, cfg, "only_agents", source, f"an agent of this study ({', '.join(agents)})")
+    root = Path(root)
+    tasks = _only(load_task_ids(cfg, root=root, source=source), cfg, "only_tasks", source, "a task of this study")
+
+    label_rules = cfg["analysis"].get("label_rules")  # optional: the packaged table
+    if label_rules:  # a bad table stops the study now, not at its analysis stage
+        rules_path = Path(label_rules) if Path(label_rules).is_absolute() else root / label_rules
+        try:
+            load_rules(rules_path)
+        except UserError as exc:
+            raise ConfigError(f"{source}: analysis.label_rules: {exc}") from None
+
+    # the price sheets too: a bad price stops the study before any job, not at its analysis
+    try:
+        profiles_from_config(cfg["pricing"], root)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except UserError as exc:
+        raise ConfigError(f"{source}: pricing: {exc}") from None
+
+    if cfg["model"]["backend"] == "endpoint":  # where the endpoint is: stops the study now, not in its batches
+        try:
+            EndpointSettings.from_model(cfg["model"], root)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+
+    repeats = cfg["repeats"]
+    planned = len(agents) * len(tasks) * sum(
+        int(repeats["baseline"] if d.is_baseline else repeats["deletion"]) for d in configurations
+    )
+    if planned > MAX_RUNS:
+        raise ConfigError(
+            f"{source}: the study plans {planned:,} runs ({len(agents)} agents × {len(tasks)} tasks × "
+            f"{len(configurations)} configurations and their repeats); at most {MAX_RUNS:,}"
+        )
+    study_section = cfg["study"]
+    return Study(
+        source=source,
+        root=root,
+        raw=cfg,
+        name=study_section["name"],
+        seed=int(study_section["seed"]),
+        agents=tuple(agents),
+        tasks=tuple(tasks),
+        configurations=tuple(configurations),
+        baseline_repeats=int(repeats["baseline"]),
+        deletion_repeats=int(repeats["deletion"]),
+        results_dir=(root / study_section["results_dir"]),
+    )
