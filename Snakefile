@@ -40,20 +40,18 @@ wildcard_constraints:
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/containers.smk"
-include: "workflow/rules/preflight.smk"
-include: "workflow/rules/plan.smk"
+include: "workflow/rules/cluster.smk"
+include: "workflow/rules/study.smk"
 # regeneration (--config regenerate=true) works from the run outputs on disk: without these
 # rules no agent, model or evaluation job can be scheduled, whatever the files' times say
 if not PLAN.regenerate:
 
-    include: "workflow/rules/runs.smk"
+    include: "workflow/rules/run.smk"
     include: "workflow/rules/evaluate.smk"
 
 
 include: "workflow/rules/analyze.smk"
-include: "workflow/rules/collect.smk"
-include: "workflow/rules/stats.smk"
+include: "workflow/rules/report.smk"
 
 
 # the main process only (not a job re-reading this file on its node): the route, the profile's

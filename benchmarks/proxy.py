@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "testkit" / "src")]
 
-from forgetting import chat_format  # noqa: E402
 from forgetting.deletion import Reducer, reduce_history  # noqa: E402
 from forgetting.grid import Deletion, paper_configuration  # noqa: E402
+from forgetting.prompt import chat_format  # noqa: E402
 from forgetting.prompt.messages import segment  # noqa: E402
 from forgetting.prompt.served_format import Counting, load  # noqa: E402
 from forgetting.run.proxy import ProxySettings, start_proxy  # noqa: E402

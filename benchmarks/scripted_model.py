@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "testkit" / "src"))
 
-from forgetting import chat_format  # noqa: E402
 from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings  # noqa: E402
 from forgetting.demo.scripted.prefix_cache import PrefixCache  # noqa: E402
+from forgetting.prompt import chat_format  # noqa: E402
 from forgetting_testkit import scripted as S  # noqa: E402
 
 

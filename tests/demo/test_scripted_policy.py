@@ -12,12 +12,12 @@ from typing import Any
 import jinja2
 import pytest
 
-from forgetting import messages as msgs
 from forgetting.demo.scripted import ScriptedModel, ScriptedSettings
 from forgetting.demo.scripted import commands as cmds
 from forgetting.demo.scripted.history import fenced_actions
 from forgetting.demo.scripted.model import fence_of
 from forgetting.demo.scripted.observations import file_text
+from forgetting.prompt import messages as msgs
 from forgetting_testkit import scripted as S
 
 CART = "src/shopcart/cart.py"

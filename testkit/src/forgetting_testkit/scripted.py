@@ -22,10 +22,10 @@ from typing import Any
 import yaml
 from jinja2 import StrictUndefined, Template
 
-from forgetting import messages as msgs
 from forgetting.agents import action_syntax
 from forgetting.cost.trajectory import MINI_BASH_TOOL
 from forgetting.demo.scripted import ScriptedModel, ScriptedSettings, TaskBook
+from forgetting.prompt import messages as msgs
 from forgetting.prompt import tokenizer
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.fakes.trae_cli import TraeLoop

@@ -21,7 +21,7 @@ agents run beside an endpoint (the batch jobs of ``model.backend: endpoint``,
 ``--serve`` starts the model server from its image and asks ``/v1/models`` and ``/tokenize``
 (:mod:`forgetting.cluster.preflight.serve`); ``--smoke`` takes one baseline task per agent through run,
 evaluation and analysis (:mod:`forgetting.cluster.preflight.smoke`). The workflow's ``preflight`` target
-runs the node checks as one small job per partition (``workflow/rules/preflight.smk``); the batch
+runs the node checks as one small job per partition (``workflow/rules/cluster.smk``); the batch
 jobs depend on the agents' partition's, the evaluation jobs on the CPU one.
 """
 

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from forgetting import messages as msgs
 from forgetting.demo.scripted.commands import Classified, Toolset, classify, command_of
 from forgetting.demo.scripted.knowledge import TaskKnowledge
 from forgetting.demo.scripted.observations import is_intact
+from forgetting.prompt import messages as msgs
 from forgetting.prompt.chat_format import content_text
 
 
