@@ -22,9 +22,9 @@ sys.path[:0] = [str(ROOT.parent / "src"), str(ROOT.parent / "testkit" / "src"), 
 
 from proxy import history_for, prefixes, time_reducer  # noqa: E402  (benchmarks/proxy.py)
 
+from forgetting.deletion.names import parse_configuration_name  # noqa: E402
 from forgetting.deletion.policy import PolicyContext  # noqa: E402
 from forgetting.prompt import chat_format  # noqa: E402
-from forgetting.study.naming import parse_configuration_name  # noqa: E402
 
 NAMES = [
     "delayed-turn-tool_output-100",

@@ -223,17 +223,18 @@ def test_a_loaded_study_is_filled_from_the_schema(changed_schema, tmp_path):
 
 #: modules that read config sections (settings classes and the stages that read a key directly)
 READERS = (
-    "config.py", "plan.py", "workflow.py", "tasks.py", "containers.py", "model_server.py",
-    "deletion/settings.py", "deletion/policy.py", "proxy/settings.py", "runner/settings.py", "runner/batch.py",
-    "runner/trae.py", "runner/versions.py", "evaluation/settings.py", "evaluation/instances.py",
-    "evaluation/backends.py", "stats/settings.py", "stats/run.py", "demo/scripted/settings.py", "cost/pricing.py",
-    "behaviour/api.py", "tables/__init__.py", "tables/notes.py", "commands/scripted_model.py",
-    "commands/proxy.py", "endpoint_settings.py", "endpoint/backend.py", "endpoint/serve.py",
+    "study/config.py", "study/plan.py", "workflow.py", "instances/tasks.py", "cluster/containers.py",
+    "run/model_server.py", "deletion/settings.py", "deletion/policy.py", "run/proxy/settings.py", "run/settings.py",
+    "run/batch.py", "run/trae.py", "run/versions.py", "evaluate/settings.py", "instances/load.py",
+    "evaluate/backends.py", "report/stats/settings.py", "report/stats/run.py", "demo/scripted/settings.py",
+    "cost/pricing.py", "behaviour/api.py", "report/tables/__init__.py", "report/tables/notes.py",
+    "commands/scripted_model.py", "commands/proxy.py", "study/endpoint_settings.py", "endpoint/backend.py",
+    "endpoint/serve.py",
 )
 #: ``.get(key) or …`` readings that are not a second default: what a key's absence means (its
 #: schema ``x-default``), or a key of something else than the study config
 NOT_A_SECOND_DEFAULT = {
-    ("model_server.py", "served_name"): "model.served_name's x-default: model.name",
+    ("run/model_server.py", "served_name"): "model.served_name's x-default: model.name",
     ("deletion/policy.py", "name"): "a configurations.policies entry's name, from the policy's own",
 }
 

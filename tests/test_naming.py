@@ -1,4 +1,4 @@
-"""Configuration naming in one module (forgetting.study.naming): name → configuration, configuration
+"""Configuration naming in one module (forgetting.deletion.names): name → configuration, configuration
 → name, name → label; the policies keep only their own grammar."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from forgetting.deletion import names as naming
 from forgetting.foundation.errors import ConfigError
 from forgetting.grid import PAPER_CONFIGURATIONS
-from forgetting.study import naming
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
-#: what only forgetting.study.naming defines (at module level: policies define their own grammar as methods)
+#: what only forgetting.deletion.names defines (at module level: policies define their own grammar as methods)
 NAMING = ("parse_configuration_name", "policy_from_name", "name_entry", "name_schemes", "canonical_name",
           "policy_label", "configuration_label", "is_paper_like", "check_given_name")
 
@@ -24,7 +24,7 @@ def test_naming_functions_are_defined_in_one_module():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef) and node.name in NAMING:
                 where.setdefault(node.name, []).append(str(path.relative_to(SRC)))
-    assert where == {name: ["naming.py"] for name in NAMING}
+    assert where == {name: ["deletion/names.py"] for name in NAMING}
 
 
 @pytest.mark.parametrize("name", [d.name for d in PAPER_CONFIGURATIONS[::5]] + [

@@ -14,11 +14,11 @@ from forgetting.deletion import (
     make_policy,
     policies,
 )
+from forgetting.deletion.names import canonical_name, name_entry, policy_from_name, policy_label
 from forgetting.deletion.policy import PolicyContext
 from forgetting.foundation.errors import ConfigError
 from forgetting.grid import Deletion
 from forgetting.study.config import load_schema, load_study
-from forgetting.study.naming import canonical_name, name_entry, policy_from_name, policy_label
 from forgetting.study.policies import build_policies
 
 

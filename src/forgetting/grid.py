@@ -23,6 +23,11 @@ AMOUNTS: dict[str, tuple[int, ...]] = {"turn": TURN_AMOUNTS, "token": TOKEN_AMOU
 #: retention delay ``keep_last`` of the paper's two timings
 TIMINGS: dict[str, int] = {"delayed": 2, "immediate": 0}
 BASELINE = "baseline"
+
+
+def timing_of(keep_last: int) -> str | None:
+    """The paper's timing with this retention delay, None for any other delay."""
+    return next((t for t, k in TIMINGS.items() if k == keep_last), None)
 #: the parts of a turn deletion rewrites (never the preamble or an action)
 PARTS: tuple[str, ...] = ("reasoning", "tool_output")
 #: the parts of a turn a scope deletes

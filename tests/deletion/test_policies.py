@@ -15,12 +15,12 @@ from forgetting.deletion import Reducer, reduce_history
 from forgetting.deletion.batch_policy import batch_frontier
 from forgetting.deletion.files import action_files, command_files, same_file
 from forgetting.deletion.gate_policy import CacheAwareGate, Prices, committed_after, estimate, remaining_calls
+from forgetting.deletion.names import parse_configuration_name
 from forgetting.deletion.policy import HistoryView, PolicyContext
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.registry import make_policy
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
 from forgetting.prompt.messages import Action, actions, segment
-from forgetting.study.naming import parse_configuration_name
 from forgetting.study.policies import build_policies
 from forgetting_testkit.histories import (
     ACTIONS,

@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 from forgetting.behaviour import label_run, load_deletions
 from forgetting.cost import cost_run, load_profiles
 from forgetting.deletion import DEFAULT_PLACEHOLDERS, Reducer
+from forgetting.deletion.names import parse_configuration_name
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.prompt import tokenizer
 from forgetting.prompt.messages import segment
 from forgetting.records import PartDeletion, write_run_record
 from forgetting.records.calllog import CallLogWriter, read_call_log
-from forgetting.study.naming import parse_configuration_name
 from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 from forgetting_testkit.reduction_checks import policy_configurations
 from forgetting_testkit.trajectories import run_record

@@ -49,8 +49,8 @@ import yaml
 
 from forgetting import cli
 from forgetting.cost.pricing import load_profiles
+from forgetting.deletion.names import parse_configuration_name
 from forgetting.study.config import load_study, study_from_mapping
-from forgetting.study.naming import parse_configuration_name
 from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.synth import cli as synth_cli

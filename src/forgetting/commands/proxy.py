@@ -45,8 +45,8 @@ def add_parser(sub: Any) -> None:
 def resolve_deletion(name: str, study: Any | None) -> Any:
     """A configuration by name: from the study when given (its policies included), else the paper's
     grid or a name of another policy's scheme (config/README.md; the study's turn cap and prices)."""
+    from forgetting.deletion.names import parse_configuration_name
     from forgetting.deletion.policy import PolicyContext
-    from forgetting.study.naming import parse_configuration_name
 
     if study is not None:
         try:

@@ -31,12 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from forgetting.deletion.names import timing_of
 from forgetting.deletion.parts import Editable, decompose
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.foundation import config_schema
 from forgetting.foundation.errors import ConfigError
-from forgetting.grid import PARTS, Deletion
+from forgetting.grid import PARTS, Deletion, timing_of
 from forgetting.prompt import tokenizer
 from forgetting.prompt.messages import ActionSyntax, Segmented, Turn, detect_style, segment
 from forgetting.records.deletion_record import MODES

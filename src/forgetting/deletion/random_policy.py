@@ -29,12 +29,11 @@ from forgetting.deletion.names import (
     retention_word,
     selection_words,
     split_numbered,
-    timing_of,
 )
 from forgetting.deletion.policy import HistoryView, Policy, PolicyContext, Rewrite
 from forgetting.deletion.settings import DeletionSettings
 from forgetting.foundation.errors import ConfigError
-from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion
+from forgetting.grid import GRANULARITIES, SCOPES, TIMINGS, Deletion, timing_of
 
 RANDOM_KEYS = ("name", "policy", "scope", "granularity", "amount", "keep_last", "timing")
 

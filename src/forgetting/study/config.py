@@ -19,6 +19,7 @@ from typing import Any
 
 from forgetting.behaviour.rules import load_rules
 from forgetting.cost.pricing import profiles_from_config
+from forgetting.deletion.names import parse_configuration_name
 from forgetting.deletion.policy import PolicyContext
 from forgetting.foundation import inputs
 from forgetting.foundation.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
@@ -28,7 +29,6 @@ from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_con
 from forgetting.instances.images import check_template
 from forgetting.instances.tasks import load_task_ids
 from forgetting.study.endpoint_settings import EndpointSettings
-from forgetting.study.naming import parse_configuration_name
 from forgetting.study.policies import build_policies
 
 #: the most runs a study may plan (the paper's: 9,400): its run table is built in memory

@@ -7,8 +7,8 @@ configurable here with other amounts and retention delays than the 42.
 
 An entry without ``name`` gets its canonical name; a given name is a free label unless it
 reads as a name of a policy's scheme, in which case it must say what the entry configures
-(:func:`forgetting.study.naming.check_given_name`). Names themselves — reading, writing, labelling —
-are :mod:`forgetting.study.naming`'s.
+(:func:`forgetting.deletion.names.check_given_name`). Names themselves — reading, writing, labelling —
+are :mod:`forgetting.deletion.names`'s.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from forgetting.deletion.names import check_given_name
 from forgetting.deletion.policy import PolicyContext
 from forgetting.deletion.registry import configurable_policies, policies
 from forgetting.foundation.errors import ConfigError
 from forgetting.grid import Deletion
-from forgetting.study.naming import check_given_name
 
 
 def build_policies(

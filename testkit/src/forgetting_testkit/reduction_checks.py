@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from forgetting.deletion import Reducer, reduce_history
+from forgetting.deletion.names import parse_configuration_name
 from forgetting.deletion.policy import PolicyContext
 from forgetting.grid import Deletion
 from forgetting.prompt.messages import segment
-from forgetting.study.naming import parse_configuration_name
 from forgetting_testkit.histories import actions_of, messages_of_turn
 
 #: what the policies read from a study in these tests: a turn cap of 12, the packaged prices

@@ -37,6 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from forgetting.deletion.names import SCOPE_LABELS
 from forgetting.foundation.atomic import atomic_path
 from forgetting.foundation.faults import checkpoint
 from forgetting.foundation.layout import Files, Layout, output_files, select_outputs
@@ -56,7 +57,6 @@ from forgetting.report.tables.build import StatsTables
 from forgetting.report.tables.columns import too_few_tasks
 from forgetting.report.tables.format import is_missing
 from forgetting.study.config import Study
-from forgetting.study.naming import SCOPE_LABELS
 
 __all__ = ["BUILDERS", "FIGURES", "FIGURE_FORMATS", "FIGURE_WIDTH_IN", "PNG_DPI", "save_figure", "write_figures"]
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from forgetting.deletion.names import SCOPE_LABELS, configuration_label, is_paper_like, policy_label
 from forgetting.report.figures.marks import MissingMarks
 from forgetting.report.stats.labels import SCOPE_ORDER, TIMING_ORDER, agent_label, configuration_key
 from forgetting.report.tables.build import StatsTables
-from forgetting.study.naming import SCOPE_LABELS, configuration_label, is_paper_like, policy_label
 
 #: inches: a two-column paper's text width (IEEE, ACM: 7.0–7.1 in)
 FIGURE_WIDTH_IN = 7.0

@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from forgetting.deletion.names import is_paper_like
 from forgetting.grid import BASELINE
 from forgetting.report.stats.bootstrap import (
     bootstrap_p,
@@ -46,7 +47,6 @@ from forgetting.report.stats.labels import agent_key, configuration_key
 from forgetting.report.stats.metrics import Group, StudyData, group_statistics
 from forgetting.report.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
 from forgetting.report.stats.settings import StatsSettings
-from forgetting.study.naming import is_paper_like
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,19 @@
 """Order and readable names of agents, configurations and metrics, shared by tables and figures
-(the labels of configurations themselves are :mod:`forgetting.study.naming`'s)."""
+(the labels of configurations themselves are :mod:`forgetting.deletion.names`'s)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+# configurations' labels are forgetting.deletion.names's (tables/build.py reads some of them here)
+from forgetting.deletion.names import SCOPE_LABELS as SCOPE_LABELS
+from forgetting.deletion.names import amount_label as amount_label
+from forgetting.deletion.names import amount_value
+from forgetting.deletion.names import is_paper_like as is_paper_like
+from forgetting.deletion.names import policy_label as policy_label
 from forgetting.grid import BASELINE
 from forgetting.records.run_record import SYNTHETIC_BACKEND
-
-# configurations' labels are forgetting.study.naming's (tables/build.py reads some of them here)
-from forgetting.study.naming import SCOPE_LABELS as SCOPE_LABELS
-from forgetting.study.naming import amount_label as amount_label
-from forgetting.study.naming import amount_value
-from forgetting.study.naming import is_paper_like as is_paper_like
-from forgetting.study.naming import policy_label as policy_label
 
 TIMING_ORDER = ("delayed", "immediate")
 SCOPE_ORDER = ("reasoning", "tool_output", "both")
