@@ -125,7 +125,7 @@ def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, 
     study = study_at(tmp_path, model=FAKE_VLLM_MODEL, tasks={"ids": [TASK, "demo__ledger-1"]},
                      repeats={"baseline": 2, "deletion": 1})
     batch = batch_of(study, "mini", "baseline")
-    real_proxy, real_checkout = forgetting.run.execute.start_proxy, forgetting.run.workspace.checkout
+    real_proxy, real_checkout = forgetting.run.execute.start_proxy, forgetting.run.workspace.check_out_demo_task
 
     def proxy_fails_for_repeat_2(upstream, deletion, seed, log_dir, run_id, **kw):
         if run_id == f"mini/baseline/{TASK}/2":
@@ -140,7 +140,7 @@ def test_a_proxy_or_workspace_that_cannot_be_made_fails_only_that_run(tmp_path, 
     # the run processes are forked from this one, so they see the patched functions (patched
     # where the runner looks them up)
     monkeypatch.setattr(forgetting.run.execute, "start_proxy", proxy_fails_for_repeat_2)
-    monkeypatch.setattr(forgetting.run.workspace, "checkout", checkout_fails_for_ledger)
+    monkeypatch.setattr(forgetting.run.workspace, "check_out_demo_task", checkout_fails_for_ledger)
     with pytest.raises(RunsNotFinished) as failure:
         run_batch(study, batch, echo=False)
     message = str(failure.value)
