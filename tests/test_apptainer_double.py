@@ -124,3 +124,23 @@ def test_pull_uses_the_configured_cache_and_temporary_directories(box, tmp_path,
     monkeypatch.delenv("APPTAINER_CACHEDIR")
     assert run("pull", str(tmp_path / "b.sif"), "docker://x/y:1", env={**os.environ}).returncode == 0
     assert (tmp_path / "home" / ".apptainer" / "cache" / "blob").is_dir()  # Apptainer's default
+
+
+def test_contain_hides_the_images_home_and_no_home_shows_it(box, tmp_path, monkeypatch):
+    """container_linux.go (getHomePaths, addHomeStagingDir): under --fakeroot the home is /root;
+    with --contain it is a fresh empty directory (WORKDIR/home with --workdir) over the image's
+    own /root, so its .bashrc is gone; --no-home mounts nothing and the image's /root shows."""
+    run, image, _ = box
+    root = tmp_path / "image-root"
+    (root / "root").mkdir(parents=True)
+    (root / "root" / ".bashrc").write_text("export ACTIVATED=testbed\n")
+    monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(root))
+    shell = ("/bin/bash", "-c", 'echo "[$ACTIVATED]"; ls -A "$HOME"')
+    contained = ("exec", "--contain", "--cleanenv", "--fakeroot", "--env", "BASH_ENV=/root/.bashrc")
+    proc = run(*contained, str(image), *shell)
+    assert (proc.returncode, proc.stdout) == (0, "[]\n"), proc.stderr
+    work = tmp_path / "work"
+    proc = run(*contained, "--workdir", str(work), str(image), *shell)
+    assert (proc.returncode, proc.stdout) == (0, "[]\n") and (work / "home").is_dir()
+    proc = run(*contained, "--no-home", str(image), *shell)
+    assert (proc.returncode, proc.stdout) == (0, "[testbed]\n.bashrc\n"), proc.stderr

@@ -246,7 +246,7 @@ def test_trae_command_line_inside_the_instance_image(tmp_path):
     out = str(ctx.out)
     assert trae.command(ctx) == [
         "apptainer", "exec", "--contain", "--cleanenv", "--fakeroot", "--writable-tmpfs",
-        "--pwd", "/testbed",
+        "--no-home", "--pwd", "/testbed",
         "--bind", f"{out}:/forgetting-run",
         "--bind", f"{image}:/opt/trae-agent:id=4,image-src=/opt/trae-agent",
         "--env", "BASH_ENV=/root/.bashrc",

@@ -104,7 +104,8 @@ def test_mini_swe_agent_keeps_tmp_between_its_steps(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     settings = runner_settings(evaluation={"apptainer": {"executable": str(exe)}})
     args = mini_exec_args(settings, tmp_path / "scratch")
-    assert args == ["--contain", "--cleanenv", "--fakeroot", "--workdir", str(tmp_path / "scratch" / "apptainer-work")]
+    assert args == ["--contain", "--cleanenv", "--fakeroot", "--no-home", "--workdir",
+                    str(tmp_path / "scratch" / "apptainer-work")]
     for exec_args, kept in [(args, True), (["--contain", "--cleanenv", "--fakeroot"], False)]:
         env = SingularityEnvironment(image=str(image), cwd="/testbed", executable=str(exe), exec_args=exec_args)
         try:
@@ -113,6 +114,50 @@ def test_mini_swe_agent_keeps_tmp_between_its_steps(tmp_path, monkeypatch):
             assert (second["returncode"] == 0 and "step-one" in second["output"]) is kept, second
         finally:
             env.cleanup()
+
+
+ACTIVATES = "export ACTIVATED=testbed\n"  # the instance image's /root/.bashrc, as SWE-bench writes it
+
+
+def test_both_agents_bash_sees_the_images_conda_activation(tmp_path, monkeypatch):
+    """BASH_ENV=/root/.bashrc (Trae's command; mini's SWE-bench config) activates the image's
+    environment only if the image's /root is visible: under --contain --fakeroot Apptainer mounts
+    a fresh empty home at /root (container_linux.go: getHomePaths, addHomeStagingDir), so both
+    agents' commands need --no-home. Main's commands gave an empty ACTIVATED."""
+    from minisweagent.environments.singularity import SingularityEnvironment
+
+    from forgetting.run.mini import mini_exec_args
+
+    root = tmp_path / "image-root"
+    (root / "root").mkdir(parents=True)
+    (root / "root" / ".bashrc").write_text(ACTIVATES)
+    monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(root))
+    cli = '#!/bin/sh\nbash -c \'echo "TRAE [$ACTIVATED]"\'\n'
+    image = write_sif(tmp_path / "img" / "trae-agent.sif", host_arch(), definition="Bootstrap: docker\n",
+                      payload=tree_payload({"/opt/trae-agent/bin/trae-cli*": cli}))
+    cmd, env = _launch(tmp_path, image)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, "TRAE [testbed]\n"), proc.stderr
+    without = [a for a in cmd if a != "--no-home"]
+    proc = subprocess.run(without, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout == "TRAE []\n", proc.stderr
+
+    # mini: its own sandbox of the image (whose /root holds the .bashrc), one exec per step
+    monkeypatch.setenv("FAKE_TESTBED", env["FAKE_TESTBED"])
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    exe = Path(cmd[0])
+    settings = runner_settings(evaluation={"apptainer": {"executable": str(exe)}})
+    args = mini_exec_args(settings, tmp_path / "scratch")
+    for exec_args, seen in [(args, "[testbed]"), ([a for a in args if a != "--no-home"], "[]")]:
+        mini = SingularityEnvironment(image=str(image), cwd="/testbed", executable=str(exe), exec_args=exec_args,
+                                      env={"BASH_ENV": "/root/.bashrc"})
+        (Path(mini.sandbox_dir) / "root").mkdir(exist_ok=True)
+        (Path(mini.sandbox_dir) / "root" / ".bashrc").write_text(ACTIVATES)
+        try:
+            out = mini.execute({"command": 'echo "[$ACTIVATED]"'})
+        finally:
+            mini.cleanup()
+        assert out["returncode"] == 0 and out["output"].strip() == seen, out
 
 
 AGENT = """#!/bin/sh

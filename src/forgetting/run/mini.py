@@ -125,11 +125,14 @@ def mini_exec_args(settings: RunnerSettings, scratch: Path) -> list[str]:
     /tmp of its session (Apptainer's container_linux.go, addTmpMount), so a file the agent left in
     /tmp would be gone at the next step. With ``--workdir DIR`` /tmp and /var/tmp are
     ``DIR/tmp`` and ``DIR/var_tmp`` instead, kept for the whole run (on scratch). The writable
-    layer is mini's sandbox (on scratch), so a ``--writable-tmpfs`` the options name is left out."""
+    layer is mini's sandbox (on scratch), so a ``--writable-tmpfs`` the options name is left out.
+    ``--no-home``: under ``--contain`` Apptainer mounts a fresh, empty home (``DIR/home``) over
+    ``--fakeroot``'s home, ``/root``, hiding the image's ``/root/.bashrc`` that mini's SWE-bench
+    config names in ``BASH_ENV`` (container_linux.go: getHomePaths, addHomeStagingDir)."""
     work = scratch / "apptainer-work"
     work.mkdir(parents=True, exist_ok=True)
-    kept = [a for a in settings.apptainer_exec_args if a != "--writable-tmpfs"]
-    return [*kept, "--workdir", str(work)]
+    kept = [a for a in settings.apptainer_exec_args if a not in ("--writable-tmpfs", "--no-home")]
+    return [*kept, "--no-home", "--workdir", str(work)]
 
 
 def _environment(ctx: RunContext, config: dict[str, Any]) -> Any:

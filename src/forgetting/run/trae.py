@@ -7,7 +7,7 @@ cluster a run starts it *inside the task's SWE-bench instance image*, with that 
 in, so its bash tool works in ``/testbed`` with the task's environment (docs/runs.md)::
 
     apptainer exec --contain --cleanenv --fakeroot --overlay LAYER/overlay.img --workdir LAYER/work \\
-        --pwd /testbed \\
+        --no-home --pwd /testbed \\
         --bind RUN_TMP:/forgetting-run --bind TRAE.sif:/opt/trae-agent:id=N,image-src=/opt/trae-agent \\
         --env BASH_ENV=/root/.bashrc INSTANCE.sif /opt/trae-agent/bin/trae-cli run \\
         --file /forgetting-run/task.txt --working-dir /testbed \\
@@ -173,6 +173,10 @@ def container_command(settings: RunnerSettings, image: Path, out: Path, cwd: str
     the same for the run and for the preflight's check of it."""
     return [
         settings.apptainer, "exec", *settings.apptainer_exec_args, *layer,
+        # the image's own /root: under --contain Apptainer mounts a fresh, empty home over it
+        # (--fakeroot's home is /root; container_linux.go: getHomePaths, addHomeStagingDir), which
+        # would hide the .bashrc that BASH_ENV names
+        "--no-home",
         "--pwd", cwd,
         "--bind", f"{out}:{MOUNT}",
         "--bind", prefix_bind(settings),

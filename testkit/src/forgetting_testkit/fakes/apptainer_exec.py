@@ -18,6 +18,12 @@ Apptainer's source does it (github.com/apptainer/apptainer, read at v1.5.3+; fil
 * ``--contain``: ``/tmp`` and ``/var/tmp`` are fresh directories of this exec's session, gone
   when it ends — unless ``--workdir DIR`` is given, when they are ``DIR/tmp`` and ``DIR/var_tmp``,
   kept between execs (container_linux.go: addTmpMount).
+* The home directory (container_linux.go: getHomePaths, addHomeStagingDir, addHomeMount): its
+  destination is ``/root`` under ``--fakeroot`` or as root, else the user's home; ``--home
+  SRC[:DST]`` binds SRC there; under ``--contain`` (no ``--home``) it is a fresh, empty
+  directory — ``WORKDIR/home`` with ``--workdir``, else one in the session — hiding the image's
+  own ``/root`` (its ``.bashrc`` included); ``--no-home`` mounts nothing, so the image's own
+  directory shows (a sandbox's own, else ``$FAKE_APPTAINER_ROOT`` + the destination). ``HOME`` is the destination.
 * The session directory is a tmpfs of ``sessiondir max size`` (64 MiB by default:
   pkg/util/apptainerconf/config.go, "SESSIONDIR MAXSIZE": it holds ``--contain``'s /tmp without
   ``--workdir`` and ``--writable-tmpfs``'s upper layer: container_linux.go, addOverlayMount). An
@@ -98,6 +104,7 @@ class Options:
     overlays: list[str] = field(default_factory=list)
     pwd: str | None = None
     workdir: str | None = None
+    home: str | None = None
 
 
 def host_arch() -> str:
@@ -185,6 +192,8 @@ def parse_options(args: list[str]) -> tuple[Options, list[str]]:
                 o.pwd = value
             elif key == "--workdir":
                 o.workdir = value
+            elif key == "--home":
+                o.home = value
         elif name in FLAGS:
             o.flags.add(FLAGS[name])
             i += 1
@@ -304,6 +313,9 @@ def run(o: Options, image: Path, command: list[str]) -> int:
                 tmp.mkdir(), var_tmp.mkdir()
             mapping.setdefault("/tmp", str(tmp))
             mapping.setdefault("/var/tmp", str(var_tmp))
+        home = home_mount(o, session, image)
+        if home is not None:
+            mapping.setdefault(*home)
         # the writable layer over /testbed
         testbed = os.environ.get("FAKE_TESTBED")
         if image.is_dir() and (image / "testbed").is_dir():  # a sandbox (build --sandbox) holds its own
@@ -314,6 +326,8 @@ def run(o: Options, image: Path, command: list[str]) -> int:
                 Path(testbed).mkdir()
             mapping.setdefault("/testbed", writable_testbed(o, Path(testbed), session, plan))
         env = environment(o, mapping)
+        if home is not None:
+            env["HOME"] = home[1]
         argv = translate_command(command, mapping, session)
         program = resolve(argv, o, env) if argv else None
         if program is None:
@@ -333,6 +347,43 @@ def run(o: Options, image: Path, command: list[str]) -> int:
         return spawn(plan)
     finally:
         shutil.rmtree(session, ignore_errors=True)
+
+
+def home_destination(o: Options) -> str:
+    """Where the home directory goes in the container (getHomePaths)."""
+    if o.home:
+        src, _, dst = o.home.partition(":")
+        return dst or src
+    if "--fakeroot" in o.flags or os.geteuid() == 0:
+        return "/root"
+    return str(Path.home())
+
+
+def image_root(image: Path) -> str | None:
+    """Where the image's own file system is: a sandbox's directory, else ``$FAKE_APPTAINER_ROOT``."""
+    return str(image) if image.is_dir() else os.environ.get("FAKE_APPTAINER_ROOT")
+
+
+def home_mount(o: Options, session: Path, image: Path) -> tuple[str, str] | None:
+    """(container destination, host directory) of the home directory: the image's own under
+    ``--no-home`` (None where the double has none: the host's), None where it is the
+    user's own home at the same path (no --contain)."""
+    if "--no-home" in o.flags:
+        root, dest = image_root(image), home_destination(o)
+        return (dest, str(Path(root) / dest.lstrip("/"))) if root else None
+    dest = home_destination(o)
+    if o.home:
+        return dest, str(Path(o.home.partition(":")[0]).resolve())
+    if "--contain" not in o.flags:
+        # the user's home bound at the destination (addHomeStagingDir: bindSource)
+        return (dest, str(Path.home())) if dest != str(Path.home()) else None
+    if o.workdir:
+        stage = Path(o.workdir).resolve() / "home"
+        stage.mkdir(mode=0o700, parents=True, exist_ok=True)
+    else:
+        stage = session / "home"
+        stage.mkdir(mode=0o700)
+    return dest, str(stage)
 
 
 def writable_testbed(o: Options, testbed: Path, session: Path, plan: dict) -> str:
