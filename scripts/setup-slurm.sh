@@ -4,6 +4,11 @@
 # restarts only the daemons recorded in our own pid files.
 #   SLURM_CI_DIR  state/log dir        (default /tmp/slurm-ci)
 #   FAKE_GPUS     fake gres gpu count  (default 1; 0 = no GRES). Fake = File=/dev/null, scheduler-only.
+# Besides the default partition `debug` (this machine), the site models' partitions
+# (testkit/src/forgetting_testkit/sites/*.yaml: gh200, cpu, gpu) each on a node of that model's
+# size which never registers: held jobs (`sbatch -H`) are taken, checked against the partition's
+# and node's limits (EnforcePartLimits=ALL) and never run. tests/workflow/test_held_submissions.py
+# submits the profile's jobs there and reads them back with `scontrol show job`.
 set -euo pipefail
 D=${SLURM_CI_DIR:-/tmp/slurm-ci}
 FAKE_GPUS=${FAKE_GPUS:-1}
@@ -46,9 +51,19 @@ GRES_NODE=""; GRES_TYPES=""
 if [ "$FAKE_GPUS" -gt 0 ]; then
   GRES_NODE="Gres=gpu:$FAKE_GPUS"; GRES_TYPES="GresTypes=gpu"
   : > /etc/slurm/gres.conf
-  for _ in $(seq "$FAKE_GPUS"); do echo "Name=gpu File=/dev/null" >> /etc/slurm/gres.conf; done
+  for _ in $(seq "$FAKE_GPUS"); do echo "NodeName=$NODE Name=gpu File=/dev/null" >> /etc/slurm/gres.conf; done
 else
   rm -f /etc/slurm/gres.conf
+fi
+# the site models' partitions on nodes that never register (a port nothing listens on)
+SITE_NODES=""
+if [ -n "$GRES_TYPES" ]; then
+  SITE_NODES="NodeName=site-gh200 NodeAddr=127.0.0.1 Port=6899 CPUs=288 RealMemory=460000 Gres=gpu:4 State=UNKNOWN
+NodeName=site-cpu NodeAddr=127.0.0.1 Port=6899 CPUs=128 RealMemory=500000 State=UNKNOWN
+NodeName=site-gpu NodeAddr=127.0.0.1 Port=6899 CPUs=128 RealMemory=1000000 Gres=gpu:4 State=UNKNOWN
+PartitionName=gh200 Nodes=site-gh200 MaxTime=1440 State=UP
+PartitionName=cpu Nodes=site-cpu MaxTime=2880 State=UP
+PartitionName=gpu Nodes=site-gpu MaxTime=2880 State=UP"
 fi
 cat > /etc/slurm/slurm.conf <<EOF
 ClusterName=ci
@@ -88,6 +103,7 @@ Waittime=0
 $GRES_TYPES
 NodeName=${NODE} NodeAddr=127.0.0.1 $GRES_NODE CPUs=${CPUS} RealMemory=${MEM} State=UNKNOWN
 PartitionName=debug Nodes=${NODE} Default=YES MaxTime=INFINITE DefMemPerCPU=1000 State=UP
+$SITE_NODES
 EOF
 
 # 5. start daemons (both daemonize and write their pid files)

@@ -360,3 +360,128 @@ def configured_instance_arch(files: list[Path]) -> str | None:
         cfg = yaml.safe_load(f.read_text()) or {}
         arch = ((cfg.get("evaluation") or {}).get("instance_images") or {}).get("architecture", arch)
     return arch
+
+
+# --- held submissions to the real single-node Slurm ---------------------------------------------
+# scripts/setup-slurm.sh gives that Slurm the site models' partitions (gh200, cpu, gpu) on nodes of
+# their size that never register: `sbatch -H` takes a job there (or refuses it: a partition that
+# does not exist, a time limit past the partition's), Slurm parses its options itself, and
+# `scontrol show job` reads back what it recorded; the job never runs.
+
+_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def slurm_minutes(text: str) -> int:
+    """Slurm's TimeLimit (``[D-]HH:MM:SS``, ``MM:SS``) in minutes."""
+    days, _, rest = text.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    h, m, s = parts
+    return (int(days or 0) * 24 + h) * 60 + m + (1 if s else 0)
+
+
+def slurm_mb(text: str) -> int:
+    m = re.fullmatch(r"([\d.]+)([KMGT]?)", text)
+    assert m, text
+    return round(float(m.group(1)) * _UNITS[m.group(2) or "M"])
+
+
+def slurm_gpus(fields: dict[str, str]) -> int:
+    for key in ("TresPerJob", "TresPerNode", "TresPerTask"):
+        m = re.search(r"gpu(?::\w+)?:(\d+)", fields.get(key, ""))
+        if m:
+            return int(m.group(1))
+    return 0
+
+
+@dataclass
+class Held:
+    """What Slurm recorded for one held submission."""
+
+    sub: Submission
+    job_id: int | None
+    error: str
+    partition: str = ""
+    mem_mb: int = 0
+    minutes: int = 0
+    cpus: int = 0
+    gpus: int = 0
+
+
+def _shape(s: Submission) -> tuple:
+    return (s.rules, s.partition, s.fields.get("--mem"), s.fields.get("-t"), s.fields.get("--cpus-per-task"),
+            s.fields.get("--gpus"), s.fields.get("--gres"))
+
+
+def submit_held(subs: list[Submission], workdir: Path) -> list[Held]:
+    """Each distinct submission (rule and resources) through the real ``sbatch -H``, as the plugin
+    would issue it (its line, with the log and work directory under ``workdir``), read back with
+    ``scontrol show job -o``; every job is cancelled again."""
+    seen: dict[tuple, Submission] = {}
+    for s in subs:
+        seen.setdefault(_shape(s), s)
+    out: list[Held] = []
+    try:
+        for s in seen.values():
+            words = shlex.split(s.sbatch)
+            for flag, value in (("--output", str(workdir / "%j.log")), ("-D", str(workdir))):
+                if flag in words:
+                    words[words.index(flag) + 1] = value
+            proc = subprocess.run([*words, "-H", "--wrap", "true"], capture_output=True, text=True, timeout=60)
+            if proc.returncode != 0:
+                out.append(Held(s, None, proc.stderr.strip()))
+                continue
+            job = int(proc.stdout.strip().split(";")[0])
+            show = subprocess.run(["scontrol", "show", "job", "-o", str(job)], capture_output=True, text=True,
+                                  timeout=60, check=True).stdout
+            f = dict(w.split("=", 1) for w in show.split() if "=" in w)
+            out.append(Held(s, job, "", f["Partition"], slurm_mb(f.get("MinMemoryNode", "0")),
+                            slurm_minutes(f["TimeLimit"]), int(f["NumCPUs"]), slurm_gpus(f)))
+    finally:
+        ids = [str(h.job_id) for h in out if h.job_id is not None]
+        if ids:
+            subprocess.run(["scancel", *ids], capture_output=True, timeout=60)
+    return out
+
+
+def profile_resources(profile_dir: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The profile's ``default-resources`` and ``set-resources`` (yte rendered)."""
+    cfg = yte.process_yaml((profile_dir / "config.yaml").read_text(), require_use_yte=True)
+    return dict(cfg.get("default-resources") or {}), {k: dict(v) for k, v in (cfg.get("set-resources") or {}).items()}
+
+
+def held_problems(held: list[Held], profile_dir: Path, site: Site) -> list[str]:
+    """Every held job that Slurm refused, or that Slurm recorded elsewhere or smaller than the
+    profile asks for its rule(s), or that does not fit its partition on ``site``."""
+    default, per_rule = profile_resources(profile_dir)
+    problems = []
+    for h in held:
+        s = h.sub
+        if h.job_id is None:
+            problems.append(f"{s.name}: sbatch refused it: {h.error}")
+            continue
+        wanted = [{**default, **per_rule.get(r, {})} for r in s.rules]
+        for key in ("slurm_partition",):
+            parts = {w[key] for w in wanted}
+            if h.partition not in parts:
+                problems.append(f"{s.name}: Slurm has it on {h.partition}, the profile says {sorted(parts)}")
+        mem = max(int(per_rule.get(r, {}).get("mem_mb", 0)) for r in s.rules)
+        if h.mem_mb < mem:
+            problems.append(f"{s.name}: Slurm has --mem {h.mem_mb} MB, the profile asks {mem}")
+        minutes = sum(int(per_rule.get(r, {}).get("runtime", 0)) for r in s.rules)
+        if h.minutes < minutes:
+            problems.append(f"{s.name}: Slurm has a limit of {h.minutes} min, the profile asks {minutes}")
+        gpus = max(int(per_rule.get(r, {}).get("gpu", 0)) for r in s.rules)
+        if h.gpus != gpus:
+            problems.append(f"{s.name}: Slurm has {h.gpus} GPU(s), the profile asks {gpus}")
+        part = site.partitions.get(h.partition)
+        if part is None:
+            problems.append(f"{s.name}: partition {h.partition} is not one of {site.name}'s")
+            continue
+        if h.gpus > part.gpus_per_node:
+            problems.append(f"{s.name}: {h.gpus} GPU(s) on {part.name}, whose nodes have {part.gpus_per_node}")
+        if h.cpus > part.cpus_per_node or h.mem_mb > part.mem_mb or h.minutes > part.time_limit_min:
+            problems.append(f"{s.name}: {h.cpus} CPUs, {h.mem_mb} MB, {h.minutes} min exceed {part.name}'s "
+                            f"{part.cpus_per_node}, {part.mem_mb}, {part.time_limit_min}")
+    return problems
