@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,6 +63,8 @@ def site(tmp_path, monkeypatch):
     for task in TASKS:
         write_sif(images / "swebench" / f"{task}.sif", host_goarch(), definition="Bootstrap: docker\n")
     monkeypatch.setenv("FAKE_APPTAINER_ROOT", str(tmp_path / "root"))
+    (tmp_path / "root" / "root").mkdir(parents=True)  # the instance images' /root/.bashrc (conda activate testbed)
+    (tmp_path / "root" / "root" / ".bashrc").write_text("export ACTIVATED=testbed\n")
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps(QWEN3_CODER))
@@ -362,3 +365,20 @@ def test_the_trae_check_runs_a_runs_own_launch_and_catches_the_bind_of_8c875c1(s
     monkeypatch.setattr(trae, "prefix_bind", lambda s: old_form.format(s.trae.apptainer_image))
     check = check_trae_launch(study, dict(os.environ))
     assert not check.ok and "no data partition found in" in check.detail and "--overlay" in check.detail
+
+
+def test_the_trae_check_sees_the_images_bashrc_through_a_runs_own_launch(site, monkeypatch):
+    """The command of main before --no-home: Apptainer's --contain home hides the image's /root
+    (container_linux.go: addHomeStagingDir), so BASH_ENV names nothing and the check says so."""
+    from forgetting.cluster.preflight.launch import check_trae_launch
+    from forgetting.run import trae
+
+    study = load_study(site)
+    assert check_trae_launch(study, dict(os.environ)).ok
+    real = trae.container_command
+    monkeypatch.setattr("forgetting.cluster.preflight.launch.container_command",
+                        lambda *a: [w for w in real(*a) if w != "--no-home"])
+    check = check_trae_launch(study, dict(os.environ))
+    # (the double names the host path its empty home stands at: WORKDIR/home, as Apptainer stages it)
+    assert not check.ok and re.search(r"BASH_ENV=\S*/work/home/\.bashrc is not readable in the container",
+                                      check.detail), check.detail

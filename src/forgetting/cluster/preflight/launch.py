@@ -2,7 +2,8 @@
 with (:func:`forgetting.run.trae.container_command`, the same code), in the first task's
 instance image, with the run's options, its writable layer (made on scratch as a run makes it)
 and its binds — Trae's prefix by its ``id=`` image bind included — and the run's environment
-(Apptainer's cache and temporary directories). The agent's program is asked for ``--help``:
+(Apptainer's cache and temporary directories). In it, the file ``BASH_ENV`` names (the image's
+conda activation) must be readable, and the agent's program is asked for ``--help``:
 the launch, not the model, is what this checks (the model is checked by ``--serve`` and the
 smoke run)."""
 
@@ -21,6 +22,12 @@ from forgetting.run.trae import container_command
 from forgetting.study.config import Study
 
 NAME = "trae-cli"
+#: in the container: the file BASH_ENV names (the image's /root/.bashrc, its `conda activate
+#: testbed`) must be there — Apptainer's --contain home over /root would hide it (run/trae.py,
+#: --no-home) and every bash session of the agent would then lack the task's environment —, then
+#: the agent's program answers ``--help``
+_PROBE = ('[ -r "$BASH_ENV" ] || { echo "BASH_ENV=$BASH_ENV is not readable in the container: the agent\'s '
+          'bash would start without the image\'s environment"; exit 3; }; exec "$0" --help')
 
 
 def check_trae_launch(study: Study, environ: Mapping[str, str]) -> Check:
@@ -39,7 +46,7 @@ def check_trae_launch(study: Study, environ: Mapping[str, str]) -> Check:
         with tempfile.TemporaryDirectory(prefix="preflight-trae-", dir=settings.scratch_dir) as out, \
                 writable_layer(apptainer, "preflight-trae") as layer:
             command = [*container_command(settings, instance, Path(out), "/testbed", layer),
-                       settings.trae.executable, "--help"]
+                       "/bin/bash", "-c", _PROBE, settings.trae.executable]
             status, text = run_probe(command, env=apptainer.environ(environ))
     except (UserError, OSError) as exc:
         return Check(NAME, False, f"a run's launch could not be prepared: {exc}")
