@@ -7,7 +7,9 @@ below, so the DAG is built from the same plan code as ``forgetting plan``.
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,7 @@ from forgetting.foundation.atomic import is_disk_full
 from forgetting.foundation.config_schema import error_line, first_error, load_schema
 from forgetting.foundation.errors import ConfigError, UserError
 from forgetting.foundation.layout import EVAL_JSON, RUN_JSON, Layout
+from forgetting.foundation.snakemake_lock import SNAKEMAKE_LOCKS, hold_study_lock
 from forgetting.foundation.stagelog import stop_line
 from forgetting.records import is_finished
 from forgetting.report.stats.settings import settings_of
@@ -118,6 +121,20 @@ def load(
     return WorkflowPlan(study, Layout(rel), batches, {b.key: b for b in batches})
 
 
+def hold_lock(plan: WorkflowPlan, workdir: str | Path = ".") -> None:
+    """The study's lock for this Snakemake (its main process, not a dry run:
+    :func:`forgetting.foundation.snakemake_lock.hold_study_lock`): another one running the study
+    is one line and status 2; a lock left by a killed one is removed, and said so."""
+    try:
+        removed = hold_study_lock(plan.layout.results, workdir)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    if removed:
+        print(f"removed the Snakemake lock a killed workflow of this study left ({', '.join(p.name for p in removed)} "
+              f"in {SNAKEMAKE_LOCKS}/): no other Snakemake of it is running", file=sys.stderr, flush=True)
+
+
 def check_cached_runs(study: Study, runs: Sequence[Run]) -> None:
     """``regenerate=true`` works from the run directories on disk, with no agent, model or
     evaluation job: before any job, every planned run must be there, finished (``run.json``)
@@ -186,17 +203,40 @@ def job(smk: Any) -> Iterator[None]:
     ``error: …`` on stderr and in the rule's log, and exit status 2 — no traceback. Any other
     exception is a bug and keeps its traceback. Ctrl-C (SIGINT, which a terminal sends the whole
     process group, so every job gets it) ends the job with one line saying so and status 130, no
-    traceback."""
+    traceback; SIGTERM (Snakemake or Slurm cancelling the job, ``kill`` of the group) likewise
+    with status 143 — raised as ``SystemExit(143)`` where it lands, so every atomic write under
+    way removes its temporary file (the default action would end the process at once and leave
+    it beside its target)."""
+    _terminate_as_exit()
     try:
         yield
     except UserError as exc:
         _stop(smk, f"error: {exc}", exc.exit_code)
     except KeyboardInterrupt:
         _stop(smk, stop_line(KeyboardInterrupt()), 130)
+    except SystemExit as exc:
+        if exc.code != TERMINATED:
+            raise
+        _stop(smk, stop_line(exc), TERMINATED)
     except OSError as exc:
         if not is_disk_full(exc):
             raise
         _stop(smk, f"error: {exc.filename}: {exc.strerror}", 2)
+
+
+#: a job's exit status after SIGTERM (128 + 15, as a shell reports a process it ended)
+TERMINATED = 128 + signal.SIGTERM
+
+
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(TERMINATED)
+
+
+def _terminate_as_exit() -> None:
+    """SIGTERM as ``SystemExit(143)`` from now on (a job ends with its body), unless it is
+    ignored or this is not the main thread (only it can set a handler)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _exit_on_term)
 
 
 def _stop(smk: Any, line: str, code: int) -> NoReturn:

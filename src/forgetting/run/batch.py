@@ -36,6 +36,7 @@ from typing import Any
 from forgetting.agents import action_syntax, prepare_environment
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import UserError
+from forgetting.foundation.faults import checkpoint
 from forgetting.foundation.layout import BATCH_DOWNSTREAM, CALLS, PATCH, RUN_JSON, Layout
 from forgetting.foundation.stagelog import StageLog
 from forgetting.prompt import tokenizer
@@ -277,6 +278,7 @@ class BatchRunner:
         except OSError as exc:
             self._fail(run, f"could not finalize {slot.run_dir}: {exc}")
             return
+        checkpoint("run.finalized")
         self.report.entries[run.run_id] = _entry(outcome.status, outcome.turns)
         self.report.done += 1
         self.say.line(
