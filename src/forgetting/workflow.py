@@ -7,7 +7,9 @@ below, so the DAG is built from the same plan code as ``forgetting plan``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -133,6 +135,38 @@ def hold_lock(plan: WorkflowPlan, workdir: str | Path = ".") -> None:
     if removed:
         print(f"removed the Snakemake lock a killed workflow of this study left ({', '.join(p.name for p in removed)} "
               f"in {SNAKEMAKE_LOCKS}/): no other Snakemake of it is running", file=sys.stderr, flush=True)
+
+
+#: what Snakemake itself puts before every job's command run with bash (snakemake/shell.py)
+SNAKEMAKE_PREFIX = "set -euo pipefail; "
+#: the command that starts a job's Python with Ctrl-C held (GNU coreutils 8.31 and later)
+HOLD_INT = "env --block-signal=INT"
+
+
+def job_shell_prefix(local: bool) -> str:
+    """The Snakefile's ``shell.prefix``: Snakemake's own, then — for the jobs this Snakemake runs
+    on this machine (``local``), where a terminal's Ctrl-C reaches every job — the job's command
+    started with SIGINT held (blocked) where ``env`` can.
+
+    A ``script:`` job first runs Snakemake's own preamble (it imports ``snakemake``: a second or
+    more); a Ctrl-C there printed Python's KeyboardInterrupt traceback before any of our code ran.
+    Held, the signal waits: ``workflow/scripts/_checkout.py``, the first import of every rule
+    script, releases it once it can say "interrupted (SIGINT)" in one line, and a Ctrl-C that came
+    meanwhile takes effect there (it is not lost: Snakemake waits for its jobs to stop). Jobs on
+    cluster nodes (Snakemake re-reading this file there) get Snakemake's prefix alone: no terminal
+    reaches them, and their ``env`` may be older."""
+    if local and _env_holds_signals():
+        return f"{SNAKEMAKE_PREFIX}{HOLD_INT} "
+    return SNAKEMAKE_PREFIX
+
+
+@functools.cache
+def _env_holds_signals() -> bool:
+    try:
+        done = subprocess.run([*HOLD_INT.split(), "true"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def check_cached_runs(study: Study, runs: Sequence[Run]) -> None:
