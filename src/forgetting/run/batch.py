@@ -555,7 +555,6 @@ def run_batch(
             # tokenizer fails before the server starts
             counting = counting_for(study.section("model"), study.root)
             with _scratch(settings, batch) as scratch:
-                preload({r.agent for r in todo}, scratch, settings)
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (
                     f"starting the {settings.backend} model server")
                 say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; {what}")
@@ -564,6 +563,9 @@ def run_batch(
                     scratch=scratch, proxy_settings=runner.proxy_settings, say=say.line,
                 ) as server:
                     say.line(server.ready_line())
+                    # after the server answered: a bad endpoint is one line at once, before the
+                    # seconds litellm takes to import
+                    preload({r.agent for r in todo}, scratch, settings)
                     info = cache_info(server.base_url)
                     runner.proxy_options = {"counting": counting, "server_info": info}
                     block = info.get("kv_block_size", "not reported")
