@@ -8,7 +8,8 @@ starts from a copy of it and runs the issue's forced rerun (``--config force_rer
 (``FORGETTING_SIGNAL_AT=CHECKPOINT:SIGNAL``, :mod:`forgetting.foundation.faults`) stops at one
 stage — a run redone, an evaluation written, a batch's analysis, a dataset, a statistics file, a
 table — by sending the signal to the whole process group: SIGINT as a terminal's Ctrl-C does,
-SIGTERM as ``kill -TERM -PGID`` or a session's end does, SIGKILL as ``kill -9`` of all of it.
+SIGTERM as ``kill -TERM -PGID`` or a session's end does, SIGKILL as ``kill -9`` of all of it —
+once (the first job to reach the checkpoint sends it; two batches run side by side).
 
 Then, for each cell:
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from forgetting.foundation.faults import SIGNAL_ENV
+from forgetting.foundation.faults import ONCE_ENV, SIGNAL_ENV
 from forgetting.foundation.layout import BATCH_DOWNSTREAM, EVAL_JSON, RUN_JSON, Layout
 from forgetting.study.config import load_study
 from forgetting.study.plan import plan_batches
@@ -110,7 +111,7 @@ def test_an_interrupted_stage_is_redone_by_the_plain_command(reference, tmp_path
     batches = plan_batches(study)
 
     proc = snakemake(config, "--config", "force_rerun=true", "--forcerun", "run_batch",
-                     env={SIGNAL_ENV: f"{STAGES[stage]}:{how}"})
+                     env={SIGNAL_ENV: f"{STAGES[stage]}:{how}", ONCE_ENV: str(tmp_path / "signalled")})
     interrupted, _ = proc.communicate(timeout=900)
     assert proc.returncode != 0, f"the {stage} stage was not interrupted:\n{interrupted[-3000:]}"
     assert "Traceback" not in interrupted and "KeyboardInterrupt" not in interrupted, interrupted[-4000:]

@@ -12,7 +12,9 @@ checkpoint sends the signal to the calling process's whole process group instead
 terminal's Ctrl-C does (SIGINT to the group: Snakemake and every job), what a session's end or
 ``kill -TERM -PGID`` does, and a ``kill -9`` of all of it
 (tests/workflow/test_interrupted_stages.py). The process then waits for the signal to act, so
-nothing after the checkpoint runs before it does.
+nothing after the checkpoint runs before it does. With ``FORGETTING_SIGNAL_ONCE=PATH`` as well,
+only the first process to reach the checkpoint (the one that creates ``PATH``) sends it: jobs
+that run side by side each reach it, and a terminal's Ctrl-C is one signal, not one per job.
 
 Names: ``run.finalized`` (a run's directory renamed into place with its run.json),
 ``evaluate.started`` (an evaluation began: its work directory exists, its report not yet),
@@ -30,6 +32,7 @@ from collections import Counter
 
 ENV = "FORGETTING_KILL_AT"
 SIGNAL_ENV = "FORGETTING_SIGNAL_AT"
+ONCE_ENV = "FORGETTING_SIGNAL_ONCE"
 #: the signals ``FORGETTING_SIGNAL_AT`` may send
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")
 _seen: Counter[str] = Counter()
@@ -44,6 +47,18 @@ def _due(spec: str, name: str) -> bool:
     return _seen[spec] == (int(nth) if nth.isdigit() else 1)
 
 
+def _first(mark: str | None) -> bool:
+    """Whether this process is the first to reach the checkpoint (it creates ``mark``); always
+    when there is no ``mark``."""
+    if not mark:
+        return True
+    try:
+        os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError:
+        return False
+    return True
+
+
 def checkpoint(name: str) -> None:
     spec = os.environ.get(ENV)
     if spec and _due(spec, name):
@@ -52,7 +67,7 @@ def checkpoint(name: str) -> None:
     if not spec:
         return
     where, _, how = spec.rpartition(":")
-    if how not in SIGNALS or not _due(where, name):
+    if how not in SIGNALS or not _due(where, name) or not _first(os.environ.get(ONCE_ENV)):
         return
     signum = getattr(signal, how)
     # a held (blocked) signal acts when its block ends: wait for it there, not here
