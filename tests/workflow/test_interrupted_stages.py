@@ -51,7 +51,9 @@ STAGES = {
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")
 
 
-def study_config(tmp: Path) -> Path:
+def study_config(tmp: Path, scratch: Path) -> Path:
+    """The study under ``tmp``; ``scratch``: the one scratch directory of the reference and every
+    cell (a run's workspace path appears in its tool outputs, so in its prompts' tokens)."""
     return write_study(
         tmp,
         agents=["mini-text"],
@@ -59,7 +61,7 @@ def study_config(tmp: Path) -> Path:
         repeats={"baseline": 2, "deletion": 1},
         configurations={"names": ["immediate-token-both-75"]},
         agent={"turn_cap": 40, "command_timeout_s": 60, "fixed_test_durations": True},
-        execution={"concurrency": 1, "scratch_dir": str(tmp / "scratch")},
+        execution={"concurrency": 1, "scratch_dir": str(scratch)},
         statistics={"resamples": 200},
     )
 
@@ -68,7 +70,7 @@ def study_config(tmp: Path) -> Path:
 def reference(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     """The uninterrupted study's results directory and what it reports."""
     tmp = tmp_path_factory.mktemp("reference")
-    config = study_config(tmp)
+    config = study_config(tmp, tmp_path_factory.getbasetemp() / "scratch")
     finish(snakemake(config))
     results = Layout(load_study(config).results_dir).results
     return results, outputs(results)
@@ -102,9 +104,9 @@ def stale_claims(layout: Layout, batches) -> list[str]:
 
 @pytest.mark.parametrize("how", SIGNALS)
 @pytest.mark.parametrize("stage", list(STAGES))
-def test_an_interrupted_stage_is_redone_by_the_plain_command(reference, tmp_path, stage, how):
+def test_an_interrupted_stage_is_redone_by_the_plain_command(reference, tmp_path_factory, tmp_path, stage, how):
     ref_results, expected = reference
-    config = study_config(tmp_path)
+    config = study_config(tmp_path, tmp_path_factory.getbasetemp() / "scratch")
     study = load_study(config)
     layout = Layout(study.results_dir)
     shutil.copytree(ref_results, layout.results, symlinks=True)
