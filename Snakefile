@@ -12,7 +12,8 @@ from snakemake.utils import min_version, validate
 # every job through workflow/scripts/_checkout.py (envs/*.yaml hold third-party packages only)
 sys.path.insert(0, f"{workflow.basedir}/src")
 
-from forgetting.workflow import load
+from forgetting.workflow import hold_lock, job_shell_prefix, load
+from snakemake_interface_executor_plugins.settings import ExecMode
 
 min_version("9.0")
 
@@ -32,6 +33,13 @@ PLAN = load(
 )
 validate(config, "workflow/schemas/config.schema.yaml")
 RESULTS = PLAN.results
+
+# Ctrl-C held while a local job's Python starts (forgetting.workflow.job_shell_prefix; released in workflow/scripts/_checkout.py)
+shell.prefix(job_shell_prefix(local=workflow.exec_mode == ExecMode.DEFAULT))
+
+# one Snakemake at a time per study; a lock a killed one left is removed (forgetting.foundation.snakemake_lock)
+if workflow.exec_mode == ExecMode.DEFAULT and not workflow.output_settings.dryrun:
+    hold_lock(PLAN)
 
 wildcard_constraints:
     agent="trae|mini|mini-text",

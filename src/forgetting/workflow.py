@@ -7,7 +7,11 @@ below, so the DAG is built from the same plan code as ``forgetting plan``.
 from __future__ import annotations
 
 import contextlib
+import functools
+import signal
+import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +22,7 @@ from forgetting.foundation.atomic import is_disk_full
 from forgetting.foundation.config_schema import error_line, first_error, load_schema
 from forgetting.foundation.errors import ConfigError, UserError
 from forgetting.foundation.layout import EVAL_JSON, RUN_JSON, Layout
+from forgetting.foundation.snakemake_lock import SNAKEMAKE_LOCKS, hold_study_lock
 from forgetting.foundation.stagelog import stop_line
 from forgetting.records import is_finished
 from forgetting.report.stats.settings import settings_of
@@ -118,6 +123,52 @@ def load(
     return WorkflowPlan(study, Layout(rel), batches, {b.key: b for b in batches})
 
 
+def hold_lock(plan: WorkflowPlan, workdir: str | Path = ".") -> None:
+    """The study's lock for this Snakemake (its main process, not a dry run:
+    :func:`forgetting.foundation.snakemake_lock.hold_study_lock`): another one running the study
+    is one line and status 2; a lock left by a killed one is removed, and said so."""
+    try:
+        removed = hold_study_lock(plan.layout.results, workdir)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+    if removed:
+        print(f"removed the Snakemake lock a killed workflow of this study left ({', '.join(p.name for p in removed)} "
+              f"in {SNAKEMAKE_LOCKS}/): no other Snakemake of it is running", file=sys.stderr, flush=True)
+
+
+#: what Snakemake itself puts before every job's command run with bash (snakemake/shell.py)
+SNAKEMAKE_PREFIX = "set -euo pipefail; "
+#: the command that starts a job's Python with Ctrl-C held (GNU coreutils 8.31 and later)
+HOLD_INT = "env --block-signal=INT"
+
+
+def job_shell_prefix(local: bool) -> str:
+    """The Snakefile's ``shell.prefix``: Snakemake's own, then — for the jobs this Snakemake runs
+    on this machine (``local``), where a terminal's Ctrl-C reaches every job — the job's command
+    started with SIGINT held (blocked) where ``env`` can.
+
+    A ``script:`` job first runs Snakemake's own preamble (it imports ``snakemake``: a second or
+    more); a Ctrl-C there printed Python's KeyboardInterrupt traceback before any of our code ran.
+    Held, the signal waits: ``workflow/scripts/_checkout.py``, the first import of every rule
+    script, releases it once it can say "interrupted (SIGINT)" in one line, and a Ctrl-C that came
+    meanwhile takes effect there (it is not lost: Snakemake waits for its jobs to stop). Jobs on
+    cluster nodes (Snakemake re-reading this file there) get Snakemake's prefix alone: no terminal
+    reaches them, and their ``env`` may be older."""
+    if local and _env_holds_signals():
+        return f"{SNAKEMAKE_PREFIX}{HOLD_INT} "
+    return SNAKEMAKE_PREFIX
+
+
+@functools.cache
+def _env_holds_signals() -> bool:
+    try:
+        done = subprocess.run([*HOLD_INT.split(), "true"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def check_cached_runs(study: Study, runs: Sequence[Run]) -> None:
     """``regenerate=true`` works from the run directories on disk, with no agent, model or
     evaluation job: before any job, every planned run must be there, finished (``run.json``)
@@ -186,17 +237,40 @@ def job(smk: Any) -> Iterator[None]:
     ``error: …`` on stderr and in the rule's log, and exit status 2 — no traceback. Any other
     exception is a bug and keeps its traceback. Ctrl-C (SIGINT, which a terminal sends the whole
     process group, so every job gets it) ends the job with one line saying so and status 130, no
-    traceback."""
+    traceback; SIGTERM (Snakemake or Slurm cancelling the job, ``kill`` of the group) likewise
+    with status 143 — raised as ``SystemExit(143)`` where it lands, so every atomic write under
+    way removes its temporary file (the default action would end the process at once and leave
+    it beside its target)."""
+    _terminate_as_exit()
     try:
         yield
     except UserError as exc:
         _stop(smk, f"error: {exc}", exc.exit_code)
     except KeyboardInterrupt:
         _stop(smk, stop_line(KeyboardInterrupt()), 130)
+    except SystemExit as exc:
+        if exc.code != TERMINATED:
+            raise
+        _stop(smk, stop_line(exc), TERMINATED)
     except OSError as exc:
         if not is_disk_full(exc):
             raise
         _stop(smk, f"error: {exc.filename}: {exc.strerror}", 2)
+
+
+#: a job's exit status after SIGTERM (128 + 15, as a shell reports a process it ended)
+TERMINATED = 128 + signal.SIGTERM
+
+
+def _exit_on_term(signum: int, frame: Any) -> None:
+    raise SystemExit(TERMINATED)
+
+
+def _terminate_as_exit() -> None:
+    """SIGTERM as ``SystemExit(143)`` from now on (a job ends with its body), unless it is
+    ignored or this is not the main thread (only it can set a handler)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) != signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, _exit_on_term)
 
 
 def _stop(smk: Any, line: str, code: int) -> NoReturn:

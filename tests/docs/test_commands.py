@@ -11,9 +11,11 @@ program, and each class is checked as far as it can run here in seconds:
   parser and its inputs are checked: the study config loads, ``--run-id`` / ``--batch`` are in
   the study's plan, ``--pricing`` profiles and ``--deletion`` configurations exist; the small
   synthetic study (``--runs 60``) is generated for real, the other lines use it;
-* ``snakemake`` lines are dry-run (``-n``) from the checkout, with their own profile and
-  ``--config``; their targets and rule names must be rules of the workflow. A line that needs a
-  finished study (:data:`NEEDS_RESULTS`) must stop only at that study's missing datasets;
+* ``snakemake`` lines run from the checkout exactly as written, except those declared a dry run
+  (``-n``) with the reason (:data:`DRY_RUN`, and every line of the Slurm profile); their targets
+  and rule names must be rules of the workflow. A line that needs a finished study
+  (:data:`NEEDS_RESULTS`) must stop only at that study's missing datasets, one that regenerates
+  (:data:`NEEDS_RUNS`) with the one line naming the missing run directories;
 * ``scripts/*`` exist, are executable and pass ``bash -n``;
 * ``python -m pytest …`` collects at least one test; ``python -c`` compiles; ``python -m
   MODULE`` imports and accepts every option the line gives (its ``--help``);
@@ -95,6 +97,27 @@ NEEDS_RUNS = {
     "snakemake --cores 2 --config regenerate=true": "the study's run directories (a replication package)",
     "snakemake --cores 2 --config regenerate=true --report results/report.html": "the study's run directories",
 }
+#: the snakemake lines of the docs that are dry-run (``-n``) rather than run as written, and why
+#: (every line of the Slurm profile as well: :func:`dry_run_reason`); every other snakemake line
+#: runs exactly as written
+DRY_RUN = {
+    "snakemake --profile profiles/local --configfile config/demo.yaml config/demo-endpoint.yaml":
+        "runs the whole demo through an endpoint (minutes): tests/workflow/test_demo_endpoint.py runs it",
+    "snakemake --profile profiles/local --config regenerate=true":
+        "regenerates the demo's tables in this checkout wherever a demo has run here",
+    "snakemake --cores 2 --configfile /scratch/synth-paper/study.yaml --config regenerate=true":
+        "regenerates a 60-run synthetic study (minutes): tests/workflow regenerate end to end",
+}
+SLURM_DRY_RUN = "submits to the Slurm cluster of profiles/slurm (the paper's study or a part of it)"
+
+
+def dry_run_reason(line: str) -> str | None:
+    """Why the snakemake ``line`` (as the docs show it) is dry-run; None: it runs as written."""
+    if "profiles/slurm" in line.split():
+        return SLURM_DRY_RUN
+    return DRY_RUN.get(line)
+
+
 #: programs that cannot run here, and why; their lines are checked for the repository files they name
 EXTERNAL = {
     "apptainer": "Apptainer is a cluster tool, not installed here (the tests use fakes/apptainer.py); "
@@ -249,7 +272,7 @@ def classify(cmd: DocCommand) -> str:
         runs = any(cmd.shown == r or cmd.shown.startswith(r + " ") for r in RUNS)
         return f"{prog} ({'run' if runs else 'checked'})"
     if prog == "snakemake":
-        return "snakemake (dry-run)"
+        return "snakemake (as written, or a declared dry run)"
     if prog.startswith(("scripts/", "./scripts/")):
         return "script (bash -n)"
     if prog in ("python", "python3"):
@@ -268,7 +291,8 @@ def test_every_command_line_is_classified():
     counts = Counter(classify(c) for c in COMMANDS)
     unclassified = [f"{c.source}: {c.shown}" for c in COMMANDS if "unclassified" in classify(c)]
     assert not unclassified, "command lines no class of this test checks:\n" + "\n".join(unclassified)
-    assert counts["snakemake (dry-run)"] and counts["forgetting (run)"] and counts["script (bash -n)"]
+    assert counts["snakemake (as written, or a declared dry run)"] and counts["forgetting (run)"]
+    assert counts["script (bash -n)"]
 
 
 def test_no_command_hides_in_an_untagged_block():
@@ -312,11 +336,11 @@ def _rules() -> set[str]:
 
 
 def _snakemake_argv(words: list[str], line: str) -> list[str]:
-    """The line's argv as it is run: exactly as written when it needs a finished study (it stops
-    at the missing datasets before any job); otherwise dry-run (``-n``: the line would run the
-    study), its profile's software deployment swapped for Apptainer's where conda is missing."""
+    """The line's argv as it is run: exactly as written unless :func:`dry_run_reason` names why
+    not; then dry-run (``-n``), its profile's software deployment swapped for Apptainer's where
+    conda is missing."""
     argv = [bin_path("snakemake"), *words[1:]]
-    if line in NEEDS_RESULTS:
+    if dry_run_reason(line) is None:
         return argv
     if "-n" not in argv:
         argv.append("-n")
@@ -394,8 +418,19 @@ def _snakemake(cmd: DocCommand, scratch: Path, dry_runs: dict[str, subprocess.Co
         assert len(errors) == 1 and errors[0].startswith("error: regenerate=true: none of the "), done.stderr[-3000:]
         assert "replication package" in errors[0]
         return
+    assert dry_run_reason(cmd.shown) is not None, f"{cmd.shown}: run as written, it must be checked for what it does"
     assert done.returncode == 0, (done.stderr + done.stdout)[-3000:]
     assert "This was a dry-run" in done.stdout + done.stderr
+
+
+def test_every_declared_dry_run_is_a_line_of_the_docs_and_every_other_line_runs_as_written():
+    lines = {c.shown for c in COMMANDS if c.program == "snakemake"}
+    assert set(DRY_RUN) <= lines, f"declared dry runs no doc shows: {sorted(set(DRY_RUN) - lines)}"
+    assert not set(DRY_RUN) & set(NEEDS_RESULTS)
+    as_written = sorted(line for line in lines if dry_run_reason(line) is None)
+    assert as_written and set(as_written) <= set(NEEDS_RESULTS) | set(NEEDS_RUNS), as_written
+    for line in as_written:
+        assert _snakemake_argv(_words(line)[0], line) == [bin_path("snakemake"), *_words(line)[0][1:]]
 
 
 def _forgetting(cmd: DocCommand, scratch: Path) -> None:

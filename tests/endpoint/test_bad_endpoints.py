@@ -133,6 +133,20 @@ def test_an_unset_key_variable_is_named_before_the_endpoint_is_asked(tmp_path, b
     assert behaving.stats()["requests"].get("GET /v1/models", 0) == before
 
 
+def test_a_bad_endpoint_is_refused_before_the_agent_and_litellm_are_imported(tmp_path, behaving):
+    """The endpoint check comes first: its one line does not wait for the seconds that importing
+    mini-swe-agent and litellm takes (more on a loaded machine), which it used to follow."""
+    behaving.misbehave(Rule("status", status=502))
+    config = write_study(tmp_path, model=endpoint_model(behaving.url), execution={
+        "concurrency": 1, "scratch_dir": str(tmp_path / "scratch"), "proxy": FAST})
+    key = batch_of(load_study(config), "mini", "baseline").key
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "forgetting", "run-batch", str(config),
+                           "--batch", key], cwd=ROOT, env=key_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "litellm" not in imported and "minisweagent" not in imported
+
+
 def test_the_command_line_prints_one_error_line_and_exits_2(tmp_path, behaving):
     behaving.misbehave(Rule("status", status=502))
     config = write_study(tmp_path, model=endpoint_model(behaving.url), execution={

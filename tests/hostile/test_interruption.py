@@ -130,3 +130,39 @@ def test_a_workflow_job_stopped_by_a_signal_says_so_in_one_line(tmp_path, tally,
         more.append(f"the log ends in {lines[-1:]!r}")
     found = tally.record("workflow: a job stopped by a signal", outcome, expect="any", more=more)
     assert not found, "; ".join(found)
+
+
+WRITING = """
+import os, signal, sys
+from pathlib import Path
+from types import SimpleNamespace
+from forgetting.foundation.atomic import atomic_path
+from forgetting.workflow import job
+with job(SimpleNamespace(log=[sys.argv[1]])):
+    with atomic_path(Path(sys.argv[2])) as tmp:
+        tmp.write_text("half a dataset")
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.pause()
+"""
+
+
+def test_sigterm_during_a_jobs_atomic_write_leaves_no_temporary_file(tmp_path, tally):
+    """``signal during a write``: a workflow job (forgetting.workflow.job, as collect runs in it) given
+    SIGTERM — Snakemake or Slurm cancelling it, ``kill -TERM`` of the group — while an atomic write
+    is under way: the write's temporary file is removed, its target is not made, the job says so in
+    one line and ends with status 143 (SIGTERM's default action ended it at once and left the file)."""
+    log, target = tmp_path / "collect.log", tmp_path / "datasets" / "runs.parquet"
+    target.parent.mkdir()
+    proc = subprocess.run([sys.executable, "-c", WRITING, str(log), str(target)], cwd=ROOT, env=cli_env(),
+                          capture_output=True, text=True, timeout=60)
+    outcome = Outcome(["SIGTERM during a write"], None, proc.stdout, proc.stderr)
+    if "Traceback (most recent call last)" in proc.stderr:
+        outcome.traceback = proc.stderr
+    more = [f"status {proc.returncode}, not 143"] if proc.returncode != 143 else []
+    left = sorted(p.name for p in target.parent.iterdir())
+    more += [f"left in the output's folder: {left}"] if left else []
+    if proc.stderr.strip() != "stopped (SIGTERM); the next invocation redoes what did not finish":
+        more.append(f"stderr: {proc.stderr.strip()[-500:]!r}")
+    found = tally.record("workflow: a job stopped by a signal", outcome, expect="any", more=more,
+                         klass="signal during an atomic write")
+    assert not found, "; ".join(found)

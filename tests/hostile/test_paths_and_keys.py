@@ -7,6 +7,9 @@
 - **Symbolic links in run directories** (``run-dir symlink``): a run whose ``patch.diff``,
   ``trajectory.json``, ``calls.jsonl``, ``run.json`` or ``eval.json`` links out of the results
   tree is refused, one line naming the file; the outside content reaches no output.
+- **Linked run directories** (``linked run dir``): a run directory that is itself a link, or lies
+  below a linked folder up to ``runs/``, is refused the same way, naming the linked folder
+  (``forgetting.foundation.inputs.linked_problem``).
 - **The key's other spellings** (``key spelling``): an ``address_file`` whose ``base_url``
   holds credentials, an API key that is not ASCII — one line, never the secret.
 
@@ -27,7 +30,7 @@ from forgetting_testkit.hostile import changed, demo_config, run_main, snapshot
 
 
 def judge(tally: Any, surface: str, argv: list[str], roots: list[Path], *, says: tuple[str, ...] = (),
-          expect: str = "error", quiet: bool = False, secret: str | None = None) -> Any:
+          expect: str = "error", quiet: bool = False, secret: str | None = None, klass: str | None = None) -> Any:
     """Run ``forgetting ARGV`` in this process, hold it to the contract (nothing under ``roots``
     changed), and check that the error says ``says`` (and, ``quiet``, nothing on stdout: the
     refusal came before any work; ``secret``: it is nowhere in what was printed)."""
@@ -42,7 +45,7 @@ def judge(tally: Any, surface: str, argv: list[str], roots: list[Path], *, says:
         more.append(f"work was done before the refusal: {outcome.stdout.strip()[:300]}")
     if secret is not None and secret in outcome.stdout + outcome.stderr:
         more.append("the secret was printed")
-    found = tally.record(surface, outcome, expect=expect, more=more)
+    found = tally.record(surface, outcome, expect=expect, more=more, klass=klass)
     assert not found, f"{argv}: " + "; ".join(found)
     return outcome
 
@@ -299,6 +302,68 @@ def test_a_linked_patch_never_reaches_the_evaluation(world, tally, tmp_path):
                if p.is_file() and not p.is_symlink() and OUTSIDE.encode() in p.read_bytes()]
     assert holding == []
     assert link.is_symlink()  # left as it was: the user's to look at
+
+
+LINKED = "linked run directory"
+#: a folder of a run's path that is a link: how many levels above the run's files it is
+LINKED_LEVELS = {"the run directory": 0, "its task folder": 1, "its configuration folder": 2,
+                 "its agent folder": 3, "runs/": 4}
+
+
+def _link_folder(run_dir: Path, level: int, outside: Path) -> Path:
+    """The folder ``level`` above ``run_dir`` (0: itself) moved outside the results tree, a link to
+    it left in its place, the run's patch marked: what a stage reads through it is outside."""
+    import shutil
+
+    folder = run_dir.parents[level - 1] if level else run_dir
+    (run_dir / "patch.diff").write_bytes((run_dir / "patch.diff").read_bytes() + f"# {OUTSIDE}\n".encode())
+    outside.mkdir(parents=True, exist_ok=True)
+    moved = outside / folder.name
+    shutil.move(folder, moved)
+    folder.symlink_to(moved, target_is_directory=True)
+    return folder
+
+
+@pytest.mark.parametrize("command", ["label", "cost", "evaluate"])
+@pytest.mark.parametrize("where", list(LINKED_LEVELS))
+def test_a_run_directory_reached_through_a_link_is_refused(world, tally, tmp_path, command, where):
+    """``linked run dir``: the run directory itself, or a folder above it up to ``runs/``, is a link
+    out of the results tree — every file of the run would come from there. One line naming the
+    linked folder; nothing of the outside content reaches an output."""
+    study, config = _study_copy(world, tmp_path)
+    run_dir = study / world.mini_run.relative_to(world.study)
+    link = _link_folder(run_dir, LINKED_LEVELS[where], tmp_path / "elsewhere")
+    argv = [command, str(run_dir)] + (["--config", str(config), "--backend", "local"] if command == "evaluate" else [])
+    judge(tally, "linked run dir", argv, [tmp_path], says=(f"{link} is a symbolic link",), klass=LINKED)
+    holding = [p for p in study.rglob("*") if p.is_file() and OUTSIDE.encode() in p.read_bytes()
+               and not any(q.is_symlink() for q in (p, *p.parents))]
+    assert holding == []
+
+
+def test_the_evaluation_of_a_linked_run_directory_is_an_error_naming_the_link(world, tally, tmp_path):
+    """The workflow's evaluation: a run whose directory is a link is an evaluation error (its log
+    line naming the link; counted with the evaluation errors, redone once the link is replaced),
+    and nothing is written through the link."""
+    import json
+
+    from forgetting.evaluate.batch import evaluate_batch
+    from forgetting.study.config import load_study
+    from forgetting.study.plan import plan_batches
+
+    study_dir, config = _study_copy(world, tmp_path)
+    run_dir = study_dir / world.mini_run.relative_to(world.study)
+    (run_dir / "eval.json").unlink()
+    link = _link_folder(run_dir, 0, tmp_path / "elsewhere")
+    outside = sorted((tmp_path / "elsewhere").rglob("*"))
+    study = load_study(config)
+    run_id = "/".join(run_dir.parts[-4:])
+    batch = next(b for b in plan_batches(study) if any(r.run_id == run_id for r in b.runs))
+    manifest = tmp_path / "manifest.json"
+    evaluate_batch(study, batch, manifest=manifest, only={run_id}, log=tmp_path / "evaluate.log")
+    assert sorted((tmp_path / "elsewhere").rglob("*")) == outside  # nothing written through the link
+    assert json.loads(manifest.read_text())["runs"][run_id]["status"] == "error"
+    assert f"{link} is a symbolic link" in (tmp_path / "evaluate.log").read_text()
+    tally.count("linked run dir", klass=LINKED)
 
 
 def test_an_analysis_lists_a_linked_run_as_not_analysed(world, tmp_path):

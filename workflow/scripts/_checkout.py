@@ -7,6 +7,7 @@ a path in an environment file (``-e ..``) could not do this, because Snakemake c
 to ``.snakemake/conda/`` before it creates the environment (docs/cluster.md, *Software*).
 """
 
+import signal
 import sys
 from pathlib import Path
 
@@ -27,3 +28,8 @@ def _interrupted(kind, value, tb):
 
 
 sys.excepthook = _interrupted
+
+# the Snakefile starts a local job with SIGINT held (forgetting.workflow.job_shell_prefix), so that
+# a Ctrl-C during Snakemake's own preamble prints no traceback: released here, it takes effect now
+if hasattr(signal, "pthread_sigmask"):
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})

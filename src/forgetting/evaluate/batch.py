@@ -16,7 +16,7 @@ from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import RunOutputError
 from forgetting.foundation.faults import checkpoint
-from forgetting.foundation.inputs import stored_problem
+from forgetting.foundation.inputs import linked_problem, stored_problem
 from forgetting.foundation.layout import EVAL_JSON, PATCH, RUN_JSON, Layout
 from forgetting.foundation.seeds import bytes_hex
 from forgetting.instances.load import load_available
@@ -74,7 +74,8 @@ def _error_report(run: Run, run_dir: Path, backend: str, reason: str) -> EvalRep
     digest = bytes_hex(path.read_bytes() if stored_problem(path) is None and path.is_file() else b"")
     report = EvalReport(instance_id=run.task, backend=backend, status="error", resolved=False,
                         patch_sha256=digest, error=reason, run_id=run.run_id, swebench=swebench_version())
-    write_report(run_dir / EVAL_JSON, report)
+    if linked_problem(run_dir / EVAL_JSON) is None:  # never written through a link out of the results
+        write_report(run_dir / EVAL_JSON, report)
     return report
 
 

@@ -38,12 +38,42 @@ def read_bytes(path: str | os.PathLike[str], *, what: str = "file", error: type[
         raise error(f"{p}: cannot read the {what} ({exc.strerror or exc})") from None
 
 
+#: a run directory's depth below its ``runs/`` directory (``runs/AGENT/CONFIGURATION/TASK/REPEAT``,
+#: forgetting.foundation.layout.Layout.run_dir)
+RUN_DEPTH = 4
+
+
+def linked_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why the directories above ``path``, a file of a run directory
+    (``…/runs/AGENT/CONFIGURATION/TASK/REPEAT/NAME``), may not be read through: one of them —
+    the run directory itself, a folder above it, ``runs/`` — is a symbolic link, which would
+    take every file of the run from wherever it points (the results directory itself may be a
+    link: it is the tree). None for a path of another shape, or with no such link."""
+    p = Path(path)
+    chain = list(p.parents)[: RUN_DEPTH + 1]  # REPEAT, TASK, CONFIGURATION, AGENT, runs
+    if len(chain) < RUN_DEPTH + 1 or chain[-1].name != "runs":
+        return None
+    for folder in reversed(chain):
+        if os.path.islink(folder):
+            try:
+                target = os.readlink(folder)
+            except OSError:
+                target = "?"
+            return (f"in a linked run directory: {folder} is a symbolic link (to {target}); a run directory "
+                    "is never followed out of the results tree: replace the link by the directory, or rerun the run")
+    return None
+
+
 def stored_problem(path: str | os.PathLike[str]) -> str | None:
     """Why ``path``, a file a run directory should hold as the pipeline wrote it, may not be
     read: a symbolic link (wherever it points: a link is never followed out of the results
-    tree), or something other than a regular file (a FIFO would block the reader); None when
-    it is a regular file or absent."""
+    tree), in a run directory that is one or lies below one (:func:`linked_problem`), or
+    something other than a regular file (a FIFO would block the reader); None when it is a
+    regular file or absent."""
     p = Path(path)
+    linked = linked_problem(p)
+    if linked is not None:
+        return linked
     try:
         st = os.lstat(p)
     except (FileNotFoundError, NotADirectoryError):

@@ -36,6 +36,7 @@ from typing import Any
 from forgetting.agents import action_syntax, prepare_environment
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import UserError
+from forgetting.foundation.faults import checkpoint
 from forgetting.foundation.layout import BATCH_DOWNSTREAM, CALLS, PATCH, RUN_JSON, Layout
 from forgetting.foundation.stagelog import StageLog
 from forgetting.prompt import tokenizer
@@ -277,6 +278,7 @@ class BatchRunner:
         except OSError as exc:
             self._fail(run, f"could not finalize {slot.run_dir}: {exc}")
             return
+        checkpoint("run.finalized")
         self.report.entries[run.run_id] = _entry(outcome.status, outcome.turns)
         self.report.done += 1
         self.say.line(
@@ -553,7 +555,6 @@ def run_batch(
             # tokenizer fails before the server starts
             counting = counting_for(study.section("model"), study.root)
             with _scratch(settings, batch) as scratch:
-                preload({r.agent for r in todo}, scratch, settings)
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (
                     f"starting the {settings.backend} model server")
                 say.line(f"{batch.key}: {len(todo)} runs to do, {settings.concurrency} at a time; {what}")
@@ -562,6 +563,9 @@ def run_batch(
                     scratch=scratch, proxy_settings=runner.proxy_settings, say=say.line,
                 ) as server:
                     say.line(server.ready_line())
+                    # after the server answered: a bad endpoint is one line at once, before the
+                    # seconds litellm takes to import
+                    preload({r.agent for r in todo}, scratch, settings)
                     info = cache_info(server.base_url)
                     runner.proxy_options = {"counting": counting, "server_info": info}
                     block = info.get("kv_block_size", "not reported")

@@ -9,12 +9,12 @@ from pathlib import Path
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 
 
-def snakemake(config: Path, *args: str) -> subprocess.Popen[str]:
+def snakemake(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """The plain command of the demo's profile (rerun-incomplete), in a process group of its own
-    (so a test can signal the whole group, as a terminal does)."""
+    (so a test can signal the whole group, as a terminal does); ``env``: variables to add."""
     return subprocess.Popen(
         [bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--rerun-incomplete", *args],
-        cwd=ROOT, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT, env=cli_env(env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )
 
