@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -71,3 +72,34 @@ def test_a_directory_is_never_written_over(tmp_path):
     with pytest.raises(IsADirectoryError):
         write_json(tmp_path / "out.json", {})
     assert (tmp_path / "out.json").is_dir() and not list((tmp_path / "out.json").iterdir())
+
+
+def test_a_killed_writers_temporary_file_is_removed_by_the_next_write_and_a_live_ones_is_not(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    target = tmp_path / "table.csv"
+    # a writer killed (SIGKILL: no finally runs) while its temporary file is open
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time\n"
+        "from forgetting.foundation.atomic import atomic_path\n"
+        f"with atomic_path({str(target)!r}) as tmp:\n"
+        "    tmp.write_text('half')\n"
+        "    print(tmp, flush=True)\n"
+        "    time.sleep(60)\n")], stdout=subprocess.PIPE, text=True)
+    killed = Path(writer.stdout.readline().strip())
+    assert killed.is_file() and f".{writer.pid}@" in killed.name
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    # a live writer of the same file (this machine, a process that still runs)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = killed.with_name(killed.name.replace(f".{writer.pid}@", f".{sleeper.pid}@"))
+        live.write_text("being written")
+        write_text(target, "whole")
+        assert target.read_text() == "whole"
+        assert not killed.exists() and live.is_file()
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -8,6 +8,10 @@ directory, a device node (``/dev/null``), a FIFO, a socket, or a symbolic link t
 them — is refused (:class:`NotARegularFile`) before anything is written, so a write can never
 swap a machine's device node or a pipe for a data file (as root, ``--out /dev/null`` would
 otherwise replace the machine's ``/dev/null``).
+
+A temporary file's name says which process on which machine made it
+(``.NAME.PID@HOST.XXXXXXXX.tmp``), so a later write of the same file removes what a killed
+writer on this machine left (its process is gone) and never a live writer's.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import stat
+import zlib
 from collections.abc import Iterator, Sequence
 from glob import escape as glob_escape
 from pathlib import Path
@@ -75,11 +81,42 @@ def refuse_special(target: str | os.PathLike[str]) -> None:
                               "give the path of a regular file (or of none)", str(target))
 
 
+def _host() -> str:
+    """This machine, in eight hex digits (a host name may hold any character)."""
+    return f"{zlib.crc32(socket.gethostname().encode()):08x}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_killed_temps(target: Path) -> list[Path]:
+    """Remove the temporary files beside ``target`` that a writer on this machine left when it
+    was killed (SIGKILL, a lost node: no ``finally`` ran); return them. A live writer's, or one
+    another machine made, stays."""
+    host, removed = _host(), []
+    for stale in target.parent.glob(f".{glob_escape(target.name)}.*@{host}.*.tmp"):
+        pid = stale.name[len(target.name) + 2:].split("@", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+                removed.append(stale)
+    return removed
+
+
 def _temp_beside(target: Path) -> Path:
-    """A new empty file ``.NAME.XXXXXXXX.tmp`` beside ``target``, created with mode 0666 less
-    the umask (as ``open(..., "w")`` would create ``target``)."""
+    """A new empty file ``.NAME.PID@HOST.XXXXXXXX.tmp`` beside ``target``, created with mode
+    0666 less the umask (as ``open(..., "w")`` would create ``target``); what a killed writer
+    left there first removed (:func:`remove_killed_temps`)."""
+    remove_killed_temps(target)
     while True:
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}@{_host()}.{secrets.token_hex(4)}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
         except FileExistsError:
