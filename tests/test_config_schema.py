@@ -118,14 +118,14 @@ def _sections() -> dict[str, Callable[[], Any]]:
     from forgetting.cluster.containers import ContainerSettings
     from forgetting.deletion.settings import DeletionSettings
     from forgetting.demo.scripted.settings import ScriptedSettings
-    from forgetting.evaluate.settings import EvalSettings
-    from forgetting.report.stats.settings import StatsSettings
-    from forgetting.run.proxy.settings import ProxySettings
-    from forgetting.run.settings import TraeSettings
+    from forgetting.study.evaluation import EvalSettings
+    from forgetting.study.proxy import ProxySettings
+    from forgetting.study.runner import TraeSettings
+    from forgetting.study.statistics import StatsSettings
 
     return {
-        "execution.proxy": ProxySettings.from_config,
-        "deletion": DeletionSettings.from_config,
+        "execution.proxy": ProxySettings.from_parts,
+        "deletion": DeletionSettings.from_section,
         "model.scripted": ScriptedSettings.from_mapping,
         "statistics": StatsSettings.from_section,
         "containers": ContainerSettings.from_section,
@@ -167,8 +167,8 @@ def test_settings_take_every_default_from_the_schema(changed_schema, section):
 
 
 def test_runner_settings_take_their_defaults_from_the_schema(changed_schema):
-    from forgetting.run.settings import RunnerSettings
     from forgetting.study.config import PROJECT_ROOT
+    from forgetting.study.runner import RunnerSettings
 
     s = RunnerSettings.from_config({"model": {"backend": "scripted", "name": "m"}, "dataset": {"kind": "demo"}})
     d = changed_schema

@@ -150,15 +150,15 @@ def test_a_study_config_with_a_policy(tmp_path, repo_root):
 
 def test_make_policy_rejects_an_unknown_policy():
     with pytest.raises(ConfigError, match="unknown policy 'nope'; known policies: batch, gate, mask, none, random"):
-        make_policy(Deletion(name="x", policy="nope"))
+        make_policy(Deletion(name="x", policy="nope"), DeletionSettings.from_section())
 
 
 def test_default_placeholders_and_draw_match_the_config_schema():
     props = load_schema()["properties"]["deletion"]["properties"]
     assert {k: v["default"] for k, v in props["placeholders"]["properties"].items()} == DEFAULT_PLACEHOLDERS
-    assert props["token_draw"]["default"] == DeletionSettings.from_config().token_draw == "exact"
+    assert props["token_draw"]["default"] == DeletionSettings.from_section().token_draw == "exact"
     with pytest.raises(ConfigError, match=r"deletion\.token_draw: 'sometimes' is not allowed"):
-        DeletionSettings.from_config({"token_draw": "sometimes"})
+        DeletionSettings.from_section({"token_draw": "sometimes"})
 
 
 # ---------------------------------------------------------------------------------------------

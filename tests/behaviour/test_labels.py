@@ -163,7 +163,7 @@ def test_behaviour_options_from_the_study_config(repo_root: Path, tmp_path: Path
     opts = behaviour_options(study)
     assert opts["threshold"] == 0.7 and opts["looping_window"] == 5
     assert opts["rules"] == rules
-    assert opts["turn_cap"] == study.section("agent")["turn_cap"]
+    assert opts["turn_cap"] == study.agent.turn_cap
     # a missing or broken table stops the config, naming the key
     for bad in (tmp_path / "missing.yaml", tmp_path / "broken.yaml"):
         if bad.name == "broken.yaml":

@@ -20,6 +20,7 @@ from forgetting.deletion.policy import HistoryView, PolicyContext
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.registry import make_policy
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.prompt.messages import Action, actions, segment
 from forgetting.study.policies import build_policies
 from forgetting_testkit.histories import (
@@ -39,6 +40,9 @@ from forgetting_testkit.reduction_checks import (
     check_memoized_equals_pure,
     policy_configurations,
 )
+
+#: the schema's deletion settings (a study that gives no ``deletion`` section)
+DELETION_DEFAULTS = DeletionSettings.from_section()
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 seeds = st.integers(0, 2**63 - 1)
@@ -95,7 +99,8 @@ def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
 def test_rewritten_turns_stay_rewritten_the_same_way_as_the_history_grows(h, d, seed):
     _, msgs = h
     n = len(segment(msgs).turns)
-    reducer = Reducer(d, seed, actions=actions_of(msgs))  # one per run, as the proxy keeps it; it also checks stability
+    # one per run, as the proxy keeps it; it also checks stability
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     prev = None
     for k in range(n + 1):
         hist = request_history(msgs, k)
@@ -155,7 +160,7 @@ def test_batch_frontier_by_hand():
 def test_batched_rewriting_breaks_the_prefix_once_per_batch():
     msgs = realistic("text", 10, output_lines=2)
     d = parse_configuration_name("batch3-delayed-turn-tool_output-100", "test")
-    reducer = Reducer(d, 5, actions=actions_of(msgs))
+    reducer = Reducer(d, 5, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     newly = {}
     for k in range(11):
         r = reducer.reduce(request_history(msgs, k))
@@ -255,7 +260,7 @@ def reuse_history(style: str) -> list[dict]:
 def test_reuse_aware_deletion_by_hand(style, keep_last, expected):
     msgs = reuse_history(style)
     (d,) = build_policies([{"policy": "reuse", "stale_after": 2, "keep_last": keep_last}], "k")
-    policy = make_policy(d)
+    policy = make_policy(d, DELETION_DEFAULTS)
     assert isinstance(policy, ReuseAware)
     for n, stale in expected.items():
         view = HistoryView(request_history(msgs, n), 1, actions=actions_of(msgs))
@@ -321,7 +326,7 @@ def test_gate_decisions_by_hand_on_a_small_history():
     )
     assert d.name == "gate5-delayed-turn-tool_output-100"
     assert (d.params["cached_input"], d.params["cache_write"]) == (0.09, 0.45)  # the paper's price sheet
-    gate = make_policy(d)
+    gate = make_policy(d, DELETION_DEFAULTS)
     assert isinstance(gate, CacheAwareGate)
     msgs = gate_history()
     steps = gate.fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
@@ -364,7 +369,7 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
         "k",
         PolicyContext.from_config({"agent": {"turn_cap": 60}}),
     )
-    steps = make_policy(d).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
+    steps = make_policy(d, DELETION_DEFAULTS).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
     # keep_last 0: at m = 1 only turn 1's own output is pending: nothing cached to re-bill
     assert (steps[0][1].saved_tokens, steps[0][1].rebilled_tokens, steps[0][1].fires) == (37, 0, True)
     # every later call: the newest output is free to rewrite, so each is rewritten at once
@@ -411,10 +416,11 @@ GATES = [
 @given(sized_histories(), st.sampled_from(GATES), seeds)
 def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
     n = len(segment(msgs).turns)
-    steps = make_policy(d).fold(HistoryView(msgs, seed, actions=actions_of(msgs)))
+    steps = make_policy(d, DELETION_DEFAULTS).fold(HistoryView(msgs, seed, actions=actions_of(msgs)))
     for (before, _), (after, _) in itertools.pairwise(steps):
         assert before <= after  # committed rewrites only grow
-    reducer = Reducer(d, seed, actions=actions_of(msgs))  # raises PolicyError if a decision were dropped
+    # raises PolicyError if a decision were dropped
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     seen: set = set()
     for k in range(n + 1):
         r = reducer.reduce(request_history(msgs, k))

@@ -18,6 +18,7 @@ from forgetting.behaviour import label_run, load_deletions
 from forgetting.cost import cost_run, load_profiles
 from forgetting.deletion import DEFAULT_PLACEHOLDERS, Reducer
 from forgetting.deletion.names import parse_configuration_name
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.prompt import tokenizer
 from forgetting.prompt.messages import segment
@@ -26,6 +27,9 @@ from forgetting.records.calllog import CallLogWriter, read_call_log
 from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 from forgetting_testkit.reduction_checks import policy_configurations
 from forgetting_testkit.trajectories import run_record
+
+#: the schema's deletion settings (a study that gives no ``deletion`` section)
+DELETION_DEFAULTS = DeletionSettings.from_section()
 
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters
 CONFIGURATIONS = [*paper_configurations(), parse_configuration_name(BASELINE, "test"), *policy_configurations()]
@@ -80,7 +84,8 @@ def run_through_proxy(run_dir: Path, messages: list[dict[str, Any]], deletion: A
     its ``deleted`` records; the agent's reply is the history's next assistant message. Writes
     the run directory (call log, the agent's trajectory, run.json); returns the reductions."""
     tools = TOOLS if style == "tool_calls" else None
-    reducer = Reducer(deletion, seed, actions=ACTIONS[style])  # the agent's own action pattern
+    # the agent's own action pattern
+    reducer = Reducer(deletion, seed, actions=ACTIONS[style], settings=DELETION_DEFAULTS)
     turns = segment(messages).turns
     header = {"run_id": f"mini/{deletion.name}/t/1", "seed": seed, "deletion": deletion.as_dict()}
     reductions = []

@@ -164,11 +164,10 @@ def test_load_instances_of_a_swebench_study(tmp_path):
 
 def test_local_backend_refuses_swebench_studies(tmp_path):
     from forgetting.evaluate.backends import make_backend
-    from forgetting.evaluate.settings import EvalSettings
 
     study = swebench_study(tmp_path, tmp_path / "x.jsonl", backend="local")
     with pytest.raises(ConfigError, match="'local' evaluates the demo tasks only"):
-        make_backend(EvalSettings.from_study(study), study)
+        make_backend(study.evaluation, study)
 
 
 def test_bad_evaluation_keys_are_config_errors(tmp_path):

@@ -28,7 +28,7 @@ from forgetting_testkit.histories import SYSTEM, TASK
 from forgetting_testkit.hostile import Outcome
 from forgetting_testkit.proxy_client import TOOLS
 
-SETTINGS = ProxySettings.from_config(
+SETTINGS = ProxySettings.from_parts(
     {"retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5, "idle_timeout_s": 2}
 )
 ASSISTANT = {"role": "assistant", "content": "I look.", "tool_calls": [

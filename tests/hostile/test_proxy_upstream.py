@@ -151,7 +151,7 @@ def errors() -> Iterator[list[BaseException]]:
 
 
 def _settings(**extra: Any) -> ProxySettings:
-    return ProxySettings.from_config({"retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5,
+    return ProxySettings.from_parts({"retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5,
                                       "idle_timeout_s": 5, **extra})
 
 

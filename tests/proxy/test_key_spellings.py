@@ -141,7 +141,7 @@ def test_no_spelling_of_the_key_reaches_the_endpoint_log_or_the_error(echo_url, 
 
 
 def test_a_key_that_is_not_ascii_is_one_line_naming_the_variable():
-    from forgetting.study.endpoint_settings import read_api_key
+    from forgetting.study.endpoint import read_api_key
 
     for key in ("sk-ключ-123", "sk-\u2013dash", "sk-caf\xe9"):
         with pytest.raises(UserError, match=r"model.endpoint.api_key_env: the value of K holds a character outside "

@@ -98,7 +98,7 @@ def test_a_negative_content_length_does_not_bypass_the_body_limit(tmp_path):
 
 
 def test_stalled_connections_are_closed_and_their_threads_released(tmp_path):
-    settings = ProxySettings.from_config({"retries": 1, "backoff_s": 0.01, "timeout_s": 5, "idle_timeout_s": 1})
+    settings = ProxySettings.from_parts({"retries": 1, "backoff_s": 0.01, "timeout_s": 5, "idle_timeout_s": 1})
     with (
         FakeUpstream() as up,
         start_proxy(up.url, BASELINE, 1, tmp_path, "r", settings=settings, actions=None) as px,

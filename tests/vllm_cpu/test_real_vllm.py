@@ -48,7 +48,7 @@ TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
 TIMINGS = Path(os.environ.get("FORGETTING_VLLM_CPU_HOME", Path.home() / ".cache/forgetting/vllm-cpu")) / "timings.json"
 SERVED = "smollm2"
 #: a prefill on two busy cores takes seconds: the schema's waits, not the unit tests' short ones
-SETTINGS = ProxySettings.from_config({"timeout_s": 600})
+SETTINGS = ProxySettings.from_parts({"timeout_s": 600})
 
 
 def model_section() -> dict:

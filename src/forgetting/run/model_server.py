@@ -48,6 +48,8 @@ from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
 from forgetting.foundation import config_schema
 from forgetting.foundation.errors import UserError
+from forgetting.study.proxy import ProxySettings
+from forgetting.study.runner import served_name_of
 
 #: ``model.backend`` → ``module:Class`` of its :class:`ServerBackend`, imported on first use
 BACKENDS: dict[str, str] = {
@@ -76,14 +78,9 @@ class ServingBackend(Protocol):
 
     def serving(
         self, model: Mapping[str, Any], *, log_path: Path, seed: int, timeout_s: float | None,
-        scratch: Path | None, proxy_settings: Any, say: Callable[[str], None] | None,
+        scratch: Path | None, proxy_settings: ProxySettings, say: Callable[[str], None] | None,
     ) -> contextlib.AbstractContextManager[Any]:
         """The served model for the ``with`` block (see the module docstring)."""
-
-
-def served_name_of(model: Mapping[str, Any]) -> str:
-    """The name agents send in requests: ``model.served_name``, else ``model.name``."""
-    return str(model.get("served_name") or model["name"])
 
 
 #: the loopback names a site's proxy must never see (the model server, the proxy: this node)
@@ -422,7 +419,7 @@ def package_env() -> dict[str, str]:
 
 @contextlib.contextmanager
 def serving(model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None,
-            scratch: Path | None = None, proxy_settings: Any = None,
+            proxy_settings: ProxySettings, scratch: Path | None = None,
             say: Callable[[str], None] | None = None) -> Iterator[Any]:
     """The model of ``model.backend`` served for the ``with`` block (see the module docstring):
     a server process started, yielded while healthy and always shut down, or what a backend

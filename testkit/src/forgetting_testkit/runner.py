@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from forgetting.foundation.layout import CALLS, RUN_JSON, Layout
-from forgetting.run.settings import RunnerSettings
 from forgetting.study.config import Study, load_study
 from forgetting.study.plan import Batch, plan_batches
+from forgetting.study.runner import RunnerSettings
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT
 

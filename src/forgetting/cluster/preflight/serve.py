@@ -14,7 +14,6 @@ from forgetting.cluster.preflight.checks import Check
 from forgetting.run.batch import model_section
 from forgetting.run.gpu_time import THROUGHPUT, max_model_len, run_cost
 from forgetting.run.model_server import ModelServerError, open_local, served_name_of, serving
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.vllm_memory import runs_in_flight
 from forgetting.study.config import Study
 
@@ -32,7 +31,7 @@ def _json(url: str, body: dict[str, Any] | None = None) -> Any:
 
 def serve_checks(study: Study) -> list[Check]:
 
-    settings = RunnerSettings.from_study(study)
+    settings = study.runner
     model = model_section(study, settings)
     log = study.results_dir / "preflight" / "serve" / "model_server.log"
     log.unlink(missing_ok=True)
