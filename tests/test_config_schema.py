@@ -170,7 +170,7 @@ def test_runner_settings_take_their_defaults_from_the_schema(changed_schema):
     from forgetting.study.config import PROJECT_ROOT
     from forgetting.study.runner import RunnerSettings
 
-    s = RunnerSettings.from_config({"model": {"backend": "scripted", "name": "m"}, "dataset": {"kind": "demo"}})
+    s = RunnerSettings.from_parts({"model": {"backend": "scripted", "name": "m"}, "dataset": {"kind": "demo"}})
     d = changed_schema
     assert (s.turn_cap, s.command_timeout_s, s.fixed_test_durations) == (
         d("agent.turn_cap"), d("agent.command_timeout_s"), d("agent.fixed_test_durations"))
@@ -190,7 +190,7 @@ def test_the_study_and_the_policies_read_the_schema(changed_schema):
     from forgetting.report.tables.notes import NoteContext
     from forgetting.run.model_server import vllm_command
 
-    context = PolicyContext.from_config()
+    context = PolicyContext.from_parts()
     assert (context.turn_cap, context.pricing_primary) == (changed_schema("agent.turn_cap"),
                                                            changed_schema("pricing.primary"))
     notes = NoteContext()

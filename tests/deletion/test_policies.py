@@ -41,6 +41,9 @@ from forgetting_testkit.reduction_checks import (
     policy_configurations,
 )
 
+#: what the policies read of a study that gives no agent or pricing section (the schema's)
+POLICY_DEFAULTS = PolicyContext.from_parts()
+
 #: the schema's deletion settings (a study that gives no ``deletion`` section)
 DELETION_DEFAULTS = DeletionSettings.from_section()
 
@@ -145,7 +148,7 @@ def test_same_seed_identical_results(name):
 
 def test_keep8_is_the_paper_policy_with_eight_turns_kept():
     msgs = realistic("text", 12, output_lines=2)
-    d = parse_configuration_name("keep8-turn-tool_output-100", "test")
+    d = parse_configuration_name("keep8-turn-tool_output-100", "test", context=POLICY_DEFAULTS)
     r = reduce_history(msgs, d, 1, actions=actions_of(msgs))
     assert sorted({x.turn for x in r.records}) == [1, 2, 3, 4]  # 12 turns, the last 8 kept
     assert d.timing is None  # not one of the paper's two timings
@@ -159,7 +162,7 @@ def test_batch_frontier_by_hand():
 
 def test_batched_rewriting_breaks_the_prefix_once_per_batch():
     msgs = realistic("text", 10, output_lines=2)
-    d = parse_configuration_name("batch3-delayed-turn-tool_output-100", "test")
+    d = parse_configuration_name("batch3-delayed-turn-tool_output-100", "test", context=POLICY_DEFAULTS)
     reducer = Reducer(d, 5, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     newly = {}
     for k in range(11):
@@ -172,7 +175,7 @@ def test_batched_rewriting_breaks_the_prefix_once_per_batch():
 
 def test_batched_turn_level_selection_is_the_papers_draw():
     msgs = realistic("tool_calls", 9, output_lines=2)
-    d = parse_configuration_name("batch2-immediate-turn-both-50", "test")
+    d = parse_configuration_name("batch2-immediate-turn-both-50", "test", context=POLICY_DEFAULTS)
     r = reduce_history(msgs, d, 7, actions=actions_of(msgs))
     expected = [t for t in range(1, 9) if turn_selected(7, t, 50)]  # 9 turns → frontier 8
     assert sorted({x.turn for x in r.records}) == expected
@@ -186,7 +189,8 @@ def test_masking_keeps_the_last_m_outputs_and_names_the_omitted_lines():
     outputs = ["a\nb\nc", "one line", "x\ny", "last but one", "last"]
     specs = [{"reasoning": f"THOUGHT: {i}", "outputs": [observation(0, o)]} for i, o in enumerate(outputs)]
     msgs = build("text", specs)
-    r = reduce_history(msgs, parse_configuration_name("mask2", "test"), 1, actions=actions_of(msgs))
+    mask2 = parse_configuration_name("mask2", "test", context=POLICY_DEFAULTS)
+    r = reduce_history(msgs, mask2, 1, actions=actions_of(msgs))
     # an observation is "<returncode>0</returncode>\n<output>\n{output}\n</output>": 3 more lines
     assert [r.messages[i]["content"] for i in (3, 5, 7)] == [
         "[6 lines of old tool output omitted]",
@@ -201,8 +205,9 @@ def test_mask_placeholder_must_name_the_lines():
     from forgetting.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"k\[0\]\.placeholder: .* containing \{lines\}"):
-        build_policies([{"policy": "mask", "keep_last": 3, "placeholder": "[gone]"}], "k")
-    (d,) = build_policies([{"policy": "mask", "keep_last": 1, "placeholder": "({lines} lines hidden)"}], "k")
+        build_policies([{"policy": "mask", "keep_last": 3, "placeholder": "[gone]"}], "k", context=POLICY_DEFAULTS)
+    (d,) = build_policies([{"policy": "mask", "keep_last": 1, "placeholder": "({lines} lines hidden)"}], "k",
+                          context=POLICY_DEFAULTS)
     msgs = realistic("text", 2, output_lines=2)
     assert reduce_history(msgs, d, 1, actions=actions_of(msgs)).messages[3]["content"] == "(5 lines hidden)"
 
@@ -259,7 +264,7 @@ def reuse_history(style: str) -> list[dict]:
 @pytest.mark.parametrize("style", ["text", "tool_calls"])
 def test_reuse_aware_deletion_by_hand(style, keep_last, expected):
     msgs = reuse_history(style)
-    (d,) = build_policies([{"policy": "reuse", "stale_after": 2, "keep_last": keep_last}], "k")
+    (d,) = build_policies([{"policy": "reuse", "stale_after": 2, "keep_last": keep_last}], "k", context=POLICY_DEFAULTS)
     policy = make_policy(d, DELETION_DEFAULTS)
     assert isinstance(policy, ReuseAware)
     for n, stale in expected.items():
@@ -322,7 +327,7 @@ def test_gate_decisions_by_hand_on_a_small_history():
             }
         ],
         "k",
-        PolicyContext.from_config({"agent": {"turn_cap": 60}}),
+        PolicyContext.from_parts({"agent": {"turn_cap": 60}}),
     )
     assert d.name == "gate5-delayed-turn-tool_output-100"
     assert (d.params["cached_input"], d.params["cache_write"]) == (0.09, 0.45)  # the paper's price sheet
@@ -367,7 +372,7 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
             }
         ],
         "k",
-        PolicyContext.from_config({"agent": {"turn_cap": 60}}),
+        PolicyContext.from_parts({"agent": {"turn_cap": 60}}),
     )
     steps = make_policy(d, DELETION_DEFAULTS).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
     # keep_last 0: at m = 1 only turn 1's own output is pending: nothing cached to re-bill
@@ -377,7 +382,7 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
 
 
 def test_gate_prices_come_from_the_configured_profile(repo_root):
-    ctx = PolicyContext.from_config(
+    ctx = PolicyContext.from_parts(
         {"agent": {"turn_cap": 200}, "pricing": {"dir": str(repo_root / "resources/pricing"), "primary": "paper"}}
     )
     entry = {"policy": "gate", "scope": "both", "granularity": "turn", "amount": 50, "timing": "delayed"}
@@ -407,7 +412,7 @@ def sized_histories(draw) -> list[dict]:
 
 
 GATES = [
-    parse_configuration_name(n, "test", PolicyContext.from_config({"agent": {"turn_cap": 30}}))
+    parse_configuration_name(n, "test", PolicyContext.from_parts({"agent": {"turn_cap": 30}}))
     for n in ("gate-delayed-turn-tool_output-100", "gate4-immediate-turn-both-100", "gate6-keep3-token-both-50")
 ]
 
@@ -440,7 +445,7 @@ def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
     from forgetting_testkit.proxy_client import FAST, drive
 
     for name in ("mask2", "batch2-delayed-turn-tool_output-100", "reuse2-immediate", "gate-immediate-turn-both-100"):
-        d, log_dir = parse_configuration_name(name, "test"), tmp_path / name
+        d, log_dir = parse_configuration_name(name, "test", context=POLICY_DEFAULTS), tmp_path / name
         with (
             FakeUpstream(style=style) as up,
             start_proxy(up.url, d, 9, log_dir, f"mini/{name}/t/1", settings=FAST, actions=ACTIONS[style]) as px,

@@ -53,7 +53,7 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
             return study.configuration(name)
         except KeyError:
             pass
-    context = PolicyContext.from_config(study.raw, study.root) if study is not None else None
+    context = study.policy_context if study is not None else PolicyContext.from_parts()  # no --config: the schema's
     return parse_configuration_name(name, "--deletion", context)
 
 

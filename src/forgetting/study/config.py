@@ -157,14 +157,6 @@ def _only(items: list[str], cfg: Mapping[str, Any], key: str, source: str, what:
     return [x for x in items if x in only]
 
 
-def policy_context(cfg: Mapping[str, Any], root: Path) -> PolicyContext:
-    """What a policy's ``configure`` reads of a checked config (``pricing.dir`` against ``root``)."""
-    directory = Path(cfg["pricing"]["dir"])
-    return PolicyContext(turn_cap=int(cfg["agent"]["turn_cap"]),
-                         pricing_dir=directory if directory.is_absolute() else root / directory,
-                         pricing_primary=str(cfg["pricing"]["primary"]))
-
-
 def _select_configurations(cfg: Mapping[str, Any], context: PolicyContext) -> list[Deletion]:
     section = cfg["configurations"]
     names = section["names"]
@@ -257,7 +249,7 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     root = Path(root)
-    context = policy_context(cfg, root)
+    context = PolicyContext.from_filled(cfg, root)
     configurations = _select_configurations(cfg, context)
     only = _as_list(cfg.get("only"))
     if only:

@@ -85,6 +85,10 @@ class TraeSettings(config_schema.Section):
         )
 
 
+#: the sections a batch of runs reads
+RUNNER_SECTIONS: tuple[str, ...] = ("agent", "execution", "model", "dataset", "evaluation")
+
+
 @dataclass(frozen=True)
 class RunnerSettings:
     """Everything a run needs from the config besides its own identity."""
@@ -145,3 +149,15 @@ class RunnerSettings:
             force_rerun=bool(cfg["force_rerun"]),
             fixed_test_durations=bool(agent["fixed_test_durations"]),
         )
+
+    @classmethod
+    def from_parts(cls, cfg: Mapping[str, Any], *, root: Path = config_schema.PROJECT_ROOT) -> RunnerSettings:
+        """From part of a study config handed in apart from a study (a test's), naming at least
+        ``model`` and ``dataset``: each section it needs checked, every default the schema's; a
+        loaded study holds its own (``study.runner``)."""
+        filled = config_schema.filled(cfg)
+        for key in RUNNER_SECTIONS:
+            filled[key] = config_schema.section(key, filled.get(key))
+        scratch = filled["execution"].get("scratch_dir")  # optional: the system's
+        evaluation = EvalSettings.from_filled(filled["evaluation"], root=root, scratch=scratch)
+        return cls.from_filled(filled, root=root, evaluation=evaluation)

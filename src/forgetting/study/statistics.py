@@ -18,8 +18,6 @@ STATS_STAGE: tuple[str, ...] = (
     "resamples", "seed", "confidence", "baseline_median", "refetch_rate", "cost_statistic", "on_error",
 )
 TABLES_STAGE: tuple[str, ...] = ("holm_family", "min_paired_tasks")
-#: ``evaluation.on_error``'s default (the schema's)
-ON_ERROR_DEFAULT: str = config_schema.schema_at("evaluation.on_error")["default"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,8 @@ class StatsSettings(config_schema.Section):
             resamples=int(s["resamples"]), seed=int(s["seed"]), confidence=float(s["confidence"]),
             baseline_median=str(s["baseline_median"]), refetch_rate=str(s["refetch_rate"]),
             cost_statistic=str(s["cost_statistic"]), holm_family=str(s["holm_family"]),
-            missing_runs=str(s["missing_runs"]), on_error=str(ON_ERROR_DEFAULT if on_error is None else on_error),
+            missing_runs=str(s["missing_runs"]), on_error=str(on_error if on_error is not None else
+                         config_schema.schema_at("evaluation.on_error")["default"]),
             min_paired_tasks=int(s["min_paired_tasks"]),
         )
 

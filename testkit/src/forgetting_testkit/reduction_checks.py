@@ -18,7 +18,7 @@ from forgetting_testkit.histories import actions_of, messages_of_turn
 DELETION_DEFAULTS = DeletionSettings.from_section()
 
 #: what the policies read from a study in these tests: a turn cap of 12, the packaged prices
-CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
+CONTEXT = PolicyContext.from_parts({"agent": {"turn_cap": 12}})
 #: every policy beyond the paper, at several parameters
 POLICY_NAMES = [
     "keep4-turn-tool_output-100",

@@ -59,7 +59,7 @@ def study_at(tmp: Path, **sections: Any) -> Study:
 def runner_settings(**sections: Any) -> RunnerSettings:
     """The runner settings of a config of ``sections`` (the demo dataset and the scripted model
     unless given), every key left out the schema's default: no study needed."""
-    return RunnerSettings.from_config({"model": SCRIPTED, "dataset": {"kind": "demo"}, **sections})
+    return RunnerSettings.from_parts({"model": SCRIPTED, "dataset": {"kind": "demo"}, **sections})
 
 
 def batch_of(study: Study, agent: str, configuration: str) -> Batch:
