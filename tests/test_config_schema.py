@@ -20,6 +20,7 @@ import yaml
 
 from forgetting.foundation import config_schema
 from forgetting.foundation.config_schema import load_schema, schema_at
+from forgetting_testkit.runner import filled_model
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
 
@@ -196,7 +197,7 @@ def test_the_study_and_the_policies_read_the_schema(changed_schema):
     notes = NoteContext()
     assert (notes.refetch_threshold, notes.looping_window) == (changed_schema("analysis.refetch_threshold"),
                                                                changed_schema("analysis.looping_window"))
-    cmd = vllm_command({"backend": "vllm", "name": "m"}, host="h", port=1)
+    cmd = vllm_command(filled_model({"backend": "vllm", "name": "m"}), host="h", port=1)
     assert changed_schema("model.vllm.executable") in cmd
     assert ("--gpu-memory-utilization" in cmd) == (changed_schema("model.vllm.device") == "gpu")
     assert ("--enforce-eager" in cmd) == changed_schema("model.vllm.enforce_eager")

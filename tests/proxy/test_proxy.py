@@ -25,6 +25,9 @@ from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS, SYSTEM, TASK
 from forgetting_testkit.proxy_client import FAST, TOOLS, drive, request
 
+#: the schema's proxy settings
+PROXY_DEFAULTS = ProxySettings.from_parts()
+
 
 @pytest.mark.parametrize("style", ["tool_calls", "text"])
 @pytest.mark.parametrize("name", ["delayed-turn-both-50", "immediate-token-tool_output-50", "baseline"])
@@ -434,7 +437,7 @@ def test_start_proxy_refuses_a_busy_port(tmp_path):
                 1,
                 tmp_path,
                 "r",
-                port=s.getsockname()[1], actions=None,
+                port=s.getsockname()[1], actions=None, settings=PROXY_DEFAULTS
             )
 
 

@@ -46,7 +46,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
-from forgetting.foundation import config_schema
 from forgetting.foundation.errors import UserError
 from forgetting.study.proxy import ProxySettings
 from forgetting.study.runner import served_name_of
@@ -135,7 +134,6 @@ def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
     the job (``CUDA_VISIBLE_DEVICES`` in ``environ``, default this process's environment) is
     passed explicitly, ``--env CUDA_VISIBLE_DEVICES=…`` — else vLLM would take device 0, which
     on a node without device cgroups is another job's GPU."""
-    model = config_schema.section("model", model)
     v = model["vllm"]
     env = os.environ if environ is None else environ
     cpu = v["device"] == "cpu"
@@ -210,7 +208,7 @@ def cpu_env(model: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     (``VLLM_CPU_OMP_THREADS_BIND``: a list; the default is every CPU this process may use —
     vLLM's ``auto`` binds by NUMA node, which a container's or job's CPU set may not cover).
     A value already in the environment is kept (a site's own setting wins). Empty on a GPU."""
-    v = config_schema.section("model.vllm", model.get("vllm"))
+    v = model["vllm"]
     if v["device"] != "cpu":
         return {}
     env = os.environ if environ is None else environ
@@ -228,7 +226,7 @@ class VllmBackend:
         return vllm_command(model, host=host, port=port)
 
     def startup_timeout_s(self, model: Mapping[str, Any]) -> float:
-        return float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
+        return float(model["vllm"]["startup_timeout_s"])
 
     def env(self) -> dict[str, str]:
         return {}
