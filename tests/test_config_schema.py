@@ -216,21 +216,21 @@ def test_a_loaded_study_is_filled_from_the_schema(changed_schema, tmp_path):
     study = study_from_mapping(config, source="demo", root=root)
     assert (study.baseline_repeats, study.deletion_repeats) == (changed_schema("repeats.baseline"),
                                                                changed_schema("repeats.deletion"))
-    assert study.section("execution")["run_timeout_s"] == changed_schema("execution.run_timeout_s")
-    assert study.section("statistics")["holm_family"] == changed_schema("statistics.holm_family")
+    assert study.runner.run_timeout_s == changed_schema("execution.run_timeout_s")
+    assert study.statistics.holm_family == changed_schema("statistics.holm_family")
 
 
 # ------------------------------------------------------------------ no literal default in code
 
 #: modules that read config sections (settings classes and the stages that read a key directly)
 READERS = (
-    "study/config.py", "study/plan.py", "workflow.py", "instances/tasks.py", "cluster/containers.py",
-    "run/model_server.py", "deletion/settings.py", "deletion/policy.py", "run/proxy/settings.py", "run/settings.py",
-    "run/batch.py", "run/trae.py", "run/versions.py", "evaluate/settings.py", "instances/load.py",
-    "evaluate/backends.py", "report/stats/settings.py", "report/stats/run.py", "demo/scripted/settings.py",
-    "cost/pricing.py", "behaviour/api.py", "report/tables/__init__.py", "report/tables/notes.py",
-    "commands/scripted_model.py", "commands/proxy.py", "study/endpoint_settings.py", "endpoint/backend.py",
-    "endpoint/serve.py",
+    "study/config.py", "study/plan.py", "study/sections.py", "study/runner.py", "study/proxy.py",
+    "study/evaluation.py", "study/statistics.py", "study/endpoint.py", "workflow.py", "instances/tasks.py",
+    "instances/dataset_file.py", "cluster/containers.py", "run/model_server.py", "deletion/settings.py",
+    "deletion/policy.py", "run/batch.py", "run/trae.py", "run/versions.py", "instances/load.py",
+    "evaluate/backends.py", "report/stats/run.py", "demo/scripted/settings.py", "cost/pricing.py",
+    "report/tables/__init__.py", "report/tables/notes.py", "commands/scripted_model.py", "commands/proxy.py",
+    "endpoint/backend.py", "endpoint/serve.py",
 )
 #: ``.get(key) or …`` readings that are not a second default: what a key's absence means (its
 #: schema ``x-default``), or a key of something else than the study config

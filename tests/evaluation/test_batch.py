@@ -177,7 +177,7 @@ def test_bad_evaluation_keys_are_config_errors(tmp_path):
         raw["evaluation"]["apptainer"] = {"executabel": "apptainer"}
         (tmp_path / "study.yaml").write_text(yaml.safe_dump(raw))
         load_study(tmp_path / "study.yaml")
-    assert study.section("evaluation")["apptainer"]["writable_layer_mib"] == 8192
+    assert study.evaluation.apptainer.writable_layer_mib == 8192
 
 
 def test_dataset_fetch_offline_is_one_line(tmp_path):

@@ -87,9 +87,7 @@ def stats_settings(stage):
     changed setting reruns the stage)."""
     import json
 
-    from forgetting.study.statistics import settings_of
-
-    settings = settings_of(PLAN.study)
+    settings = PLAN.study.statistics
     values = settings.computed_with() if stage == "stats" else settings.tables_with()
     return json.dumps(values, sort_keys=True)
 

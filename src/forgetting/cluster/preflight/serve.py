@@ -38,7 +38,7 @@ def serve_checks(study: Study) -> list[Check]:
     name = served_name_of(model)
     out: list[Check] = []
     try:
-        with serving(model, log_path=log, seed=study.seed) as server:
+        with serving(model, log_path=log, seed=study.seed, proxy_settings=study.proxy) as server:
             out.append(Check("serve", True, f"the {model['backend']} server answered /health after "
                              f"{server.startup_s or 0:.0f} s (log: {log})"))
             root = server.base_url.removesuffix("/v1")
