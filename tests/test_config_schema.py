@@ -235,7 +235,8 @@ READERS = (
 #: ``.get(key) or …`` readings that are not a second default: what a key's absence means (its
 #: schema ``x-default``), or a key of something else than the study config
 NOT_A_SECOND_DEFAULT = {
-    ("run/model_server.py", "served_name"): "model.served_name's x-default: model.name",
+    ("study/runner.py", "served_name"): "model.served_name's x-default: model.name",
+    ("study/sections.py", "tensor_parallel_size"): "model.vllm.tensor_parallel_size's x-default: vLLM's own, one GPU",
     ("deletion/policy.py", "name"): "a configurations.policies entry's name, from the policy's own",
 }
 

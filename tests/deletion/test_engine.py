@@ -356,7 +356,8 @@ def test_a_policy_that_changes_its_mind_is_caught():
 
     msgs = realistic("text", 4, output_lines=2)
     d = Deletion(name="flaky", policy="flaky")
-    reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings.from_section()), actions=actions_of(msgs))
+    reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings.from_section()), actions=actions_of(msgs),
+                      settings=DELETION_DEFAULTS)
     with pytest.raises(PolicyError, match="not stable"):
         reducer.reduce(msgs)  # 4 turns: undecided; the previous call (3 turns) decided it
 
