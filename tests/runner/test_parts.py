@@ -16,7 +16,7 @@ from forgetting.foundation.errors import ConfigError, RunOutputError
 from forgetting.foundation.layout import RUN_JSON
 from forgetting.records import parse_trae, read_run_record
 from forgetting.run import mini, trae
-from forgetting.run.batch import model_section
+from forgetting.run.batch import served_model
 from forgetting.run.context import RunContext
 from forgetting.run.outcome import classify_mini
 from forgetting.run.rundir import OUTCOME_FILE, finalize, remove_stale, stale_dirs, temp_dir_for
@@ -321,7 +321,7 @@ def test_bad_agent_settings_are_one_line_errors(tmp_path, agent, message):
 def test_the_scripted_model_server_gets_the_study_settings_and_the_demo_tasks(tmp_path):
     study = study_at(tmp_path, model={"backend": "scripted", "name": "s", "served_name": "stand-in",
                                       "scripted": {"wrong_first_rate": 1.0, "seed": 3}})
-    model = model_section(study, study.runner)
+    model = served_model(study, study.runner)
     cmd = scripted_command(model, host="127.0.0.1", port=8001, seed=7)
     assert cmd[cmd.index("--tasks") + 1] == str(TASKS)
     assert cmd[cmd.index("--seed") + 1] == "3"

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.replace(seed=args.seed)
     if args.port_file:
         check_output_file(args.port_file, "--port-file")
-    tasks = tasks or str(PROJECT_ROOT / config_schema.section("dataset", {"kind": "demo"})["instances"])
+    tasks = tasks or str(PROJECT_ROOT / config_schema.filled({"dataset": {"kind": "demo"}})["dataset"]["instances"])
     try:
         server = ScriptedModelServer(
             tasks,

@@ -86,7 +86,7 @@ class BatchReport:
     skipped: int = 0
 
 
-def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
+def served_model(study: Study, settings: RunnerSettings) -> dict[str, Any]:
     """The model section the batch's server is started from: vLLM schedules at most the
     batch's ``execution.concurrency`` sequences unless ``model.vllm.max_num_seqs`` says otherwise;
     the scripted stand-in learns where the demo tasks are; an endpoint's address file is
@@ -545,8 +545,8 @@ def run_batch(
             check_task_rows(settings, {r.task for r in todo})
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
-            model = model_section(study, settings)
-            # the study's own model section (the schema's keys; model_section adds the server's): a missing
+            model = served_model(study, settings)
+            # the study's own model section (the schema's keys; served_model adds the server's): a missing
             # tokenizer fails before the server starts
             counting = counting_for(study.model.section, study.root)
             with _scratch(settings, batch) as scratch:

@@ -11,7 +11,7 @@ import urllib.request
 from typing import Any
 
 from forgetting.cluster.preflight.checks import Check
-from forgetting.run.batch import model_section
+from forgetting.run.batch import served_model
 from forgetting.run.gpu_time import THROUGHPUT, max_model_len, run_cost
 from forgetting.run.model_server import ModelServerError, open_local, served_name_of, serving
 from forgetting.run.vllm_memory import runs_in_flight
@@ -32,7 +32,7 @@ def _json(url: str, body: dict[str, Any] | None = None) -> Any:
 def serve_checks(study: Study) -> list[Check]:
 
     settings = study.runner
-    model = model_section(study, settings)
+    model = served_model(study, settings)
     log = study.results_dir / "preflight" / "serve" / "model_server.log"
     log.unlink(missing_ok=True)
     name = served_name_of(model)
