@@ -87,25 +87,20 @@ def test_append_only_history_has_no_rebilled_tokens_and_paper_costs():
     )
 
 
-def test_one_rewrite_in_the_middle_is_rebilled_once():
+@pytest.mark.parametrize(("run", "expected"), [
     # P3 = S U A1 O1' A2 O2 G (18): O1' = [4,4,9] shares [4,4] with O1, so LCP = 8 + 2 = 10;
     # B = |S U A1 O1'| = 11: 1 token re-billed (the rest of O1'), 7 new.
     # P4 (22) extends P3: LCP 18 (P3 + head of A3), B = 16.
-    assert rows(run_of(ONE_REWRITE)) == [
-        (7, 0, 7, 0, 7),
-        (14, 7, 7, 0, 7),
-        (18, 10, 7, 1, 8),
-        (22, 18, 4, 0, 4),
-    ]
-
-
-def test_rewrites_in_every_call():
+    pytest.param(ONE_REWRITE, (22, 18, 4, 0, 4), id="one rewrite in the middle, rebilled once"),
     # P4 rewrites O2 as well: LCP with P3 = |S U A1 O1' A2| + [6] = 15; B = 16: 1 re-billed.
-    assert rows(run_of(EVERY_CALL)) == [
+    pytest.param(EVERY_CALL, (22, 15, 6, 1, 7), id="rewrites in every call"),
+])
+def test_a_rewrite_is_rebilled_once(run, expected):
+    assert rows(run_of(run)) == [
         (7, 0, 7, 0, 7),
         (14, 7, 7, 0, 7),
         (18, 10, 7, 1, 8),
-        (22, 15, 6, 1, 7),
+        expected,
     ]
 
 
