@@ -8,7 +8,7 @@ Public API::
 ``actions`` is the run's agent's :class:`~forgetting.prompt.messages.ActionSyntax` (what counts as an
 action in its reply text, never deleted; :func:`forgetting.agents.action_syntax`), or
 None for an agent that acts by tool calls.
-    study.deletion   # the DeletionSettings of a loaded study (DeletionSettings.from_section(part) for a part)
+    study.deletion   # a loaded study's DeletionSettings (a part of a section: DeletionSettings.from_section)
 
 Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both message
 styles), :mod:`~forgetting.deletion.draws` (keyed draws), :mod:`~forgetting.deletion.tokens`
