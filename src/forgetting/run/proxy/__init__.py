@@ -3,8 +3,8 @@
 Public API::
 
     start_proxy(upstream, deletion, seed, log_dir, run_id, *, actions, host="127.0.0.1", port=0,
-                settings=None) -> ProxyHandle        # .url, .stop(), a context manager
-    study.proxy
+                settings) -> ProxyHandle             # .url, .stop(), a context manager
+    study.proxy                              # a loaded study's ProxySettings (its settings=)
 
 Command line: ``forgetting proxy`` (:mod:`forgetting.commands.proxy`); by hand: docs/proxy.md.
 """
