@@ -63,6 +63,7 @@ class ApptainerSettings(config_schema.Section):
 @dataclass(frozen=True)
 class DockerSettings(config_schema.Section):
     PATH: ClassVar[str] = "evaluation.docker"
+    #: the harness's interpreter (left out: this one), its start-up wait, the model name it records
     python: str
     startup_s: int
     model_name: str

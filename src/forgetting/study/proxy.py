@@ -15,8 +15,6 @@ from forgetting.foundation import config_schema
 class ProxySettings(config_schema.Section):
     """The keys of ``execution.proxy`` (config/README.md), and the ``deletion`` section."""
 
-    PATH: ClassVar[str] = "execution.proxy"
-
     deletion: DeletionSettings
     #: extra attempts after a retryable upstream failure (connection error, 429, 502, 503, 504);
     #: the policy: :mod:`forgetting.run.proxy.upstream`
@@ -38,6 +36,7 @@ class ProxySettings(config_schema.Section):
     idle_timeout_s: float
     #: largest request body accepted (not configurable)
     max_request_bytes: ClassVar[int] = 64 * 1024 * 1024
+    PATH: ClassVar[str] = "execution.proxy"
 
     @classmethod
     def from_filled(cls, values: Mapping[str, Any], *, deletion: DeletionSettings) -> ProxySettings:
