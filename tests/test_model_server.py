@@ -216,8 +216,9 @@ def test_the_block_size_is_read_from_the_servers_metrics(tmp_path):
     from forgetting_testkit.scripted import TASKS
 
     # the stand-in publishes its block as vLLM does, so the demo's call logs record it too
-    model = {"backend": "scripted", "name": "scripted", "served_name": "scripted", "scripted": {"tasks": str(TASKS)}}
-    with serving(filled_model(model), log_path=tmp_path / "server.log", timeout_s=60,
+    model = filled_model({"backend": "scripted", "name": "scripted", "served_name": "scripted"})
+    model["scripted"]["tasks"] = str(TASKS)  # what the batch adds (forgetting.run.batch.served_model)
+    with serving(model, log_path=tmp_path / "server.log", timeout_s=60,
                  proxy_settings=PROXY_DEFAULTS) as server:
         info = cache_info(server.base_url)
     assert info["kv_block_size"] == 16 and info["source"].endswith("/metrics vllm:cache_config_info")
