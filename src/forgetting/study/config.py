@@ -62,7 +62,9 @@ PATH_KEYS: tuple[str, ...] = (
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
-    """Validate against the JSON schema; return a copy with defaults filled in."""
+    """Validate against the JSON schema; return a copy with defaults filled in (parts of a
+    loaded study's read-only ``raw`` taken as plain data)."""
+    config = thawed(config)
     error = first_error(config)
     if error is not None:
         raise ConfigError(f"{source}: {error_line(error)}")
