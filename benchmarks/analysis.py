@@ -118,19 +118,18 @@ def regenerate(study_dir: Path, env: dict[str, str]) -> list[Stage]:
 def per_run(study_dir: Path, sample: int) -> dict[str, float]:
     """Milliseconds per run of each part of analyze_run, in this process, on a sample."""
     from forgetting.analyze.batch import analyze_run
-    from forgetting.behaviour import behaviour_options, label_run
+    from forgetting.behaviour import label_run
     from forgetting.cost import cost_run
-    from forgetting.cost.pricing import profiles_from_config
     from forgetting.foundation.layout import Layout
     from forgetting.records import calllog
     from forgetting.study.config import load_study
     from forgetting.study.plan import plan_runs
 
     study = load_study(study_dir / "study.yaml")
-    profiles, primary = profiles_from_config(study.section("pricing"), study.root)
+    profiles, primary = study.pricing.profiles, study.pricing.primary
     runs = random.Random(7).sample(plan_runs(study), sample)
     layout = Layout(study.results_dir)
-    opts = behaviour_options(study)
+    opts = study.analysis.label_options()
     times = {"read call log": 0.0, "naive read (json, twice)": 0.0, "label (behaviour)": 0.0, "cost": 0.0,
              "analyze_run (all)": 0.0}
     size = 0

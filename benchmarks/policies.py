@@ -46,7 +46,7 @@ def main() -> None:
     sizes = [len(chat_format.prompt_token_ids(h)) for h in histories]
     big = int(0.9 * args.tokens)
     print(f"{len(histories)} calls, last prompt {sizes[-1]} tokens; timing calls with ≥ {big} tokens")
-    context = PolicyContext.from_config({"agent": {"turn_cap": args.calls + 1}})
+    context = PolicyContext.from_parts({"agent": {"turn_cap": args.calls + 1}})
     for name in NAMES:
         m, p, reducer = time_reducer(parse_configuration_name(name, "bench", context), histories, sizes, big)
         print(

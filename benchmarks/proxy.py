@@ -83,7 +83,7 @@ def measure(
     with tempfile.TemporaryDirectory() as logs:
         # the histories are mini's (tool calls): its replies' text holds no action (actions=None)
         handle = start_proxy(upstream_url, deletion, 7, logs, f"bench/{name}/t/1", actions=None,
-                             settings=ProxySettings.from_config(), counting=counting)
+                             settings=ProxySettings.from_parts(), counting=counting)
         direct = http.client.HTTPConnection(*host_port(upstream_url))
         proxied = http.client.HTTPConnection(*host_port(handle.url))
         d_times, p_times = [], []

@@ -34,9 +34,9 @@ from forgetting.report.stats.bootstrap import resample_indices  # noqa: E402
 from forgetting.report.stats.comparisons import METRICS as SPECS  # noqa: E402
 from forgetting.report.stats.comparisons import Bootstrap, compute_comparisons, compute_effects, compute_summary  # noqa: E402
 from forgetting.report.stats.metrics import Group, StudyData  # noqa: E402
-from forgetting.report.stats.settings import StatsSettings  # noqa: E402
 from forgetting.study.config import load_study  # noqa: E402
 from forgetting.study.plan import plan_runs  # noqa: E402
+from forgetting.study.statistics import StatsSettings  # noqa: E402
 from forgetting_testkit.effects import synthetic_tables  # noqa: E402
 
 #: every metric of the statistics, by name

@@ -20,6 +20,7 @@ import yaml
 
 from forgetting.foundation import config_schema
 from forgetting.foundation.config_schema import load_schema, schema_at
+from forgetting_testkit.runner import filled_model
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "forgetting"
 
@@ -118,14 +119,14 @@ def _sections() -> dict[str, Callable[[], Any]]:
     from forgetting.cluster.containers import ContainerSettings
     from forgetting.deletion.settings import DeletionSettings
     from forgetting.demo.scripted.settings import ScriptedSettings
-    from forgetting.evaluate.settings import EvalSettings
-    from forgetting.report.stats.settings import StatsSettings
-    from forgetting.run.proxy.settings import ProxySettings
-    from forgetting.run.settings import TraeSettings
+    from forgetting.study.evaluation import EvalSettings
+    from forgetting.study.proxy import ProxySettings
+    from forgetting.study.runner import TraeSettings
+    from forgetting.study.statistics import StatsSettings
 
     return {
-        "execution.proxy": ProxySettings.from_config,
-        "deletion": DeletionSettings.from_config,
+        "execution.proxy": ProxySettings.from_parts,
+        "deletion": DeletionSettings.from_section,
         "model.scripted": ScriptedSettings.from_mapping,
         "statistics": StatsSettings.from_section,
         "containers": ContainerSettings.from_section,
@@ -167,10 +168,10 @@ def test_settings_take_every_default_from_the_schema(changed_schema, section):
 
 
 def test_runner_settings_take_their_defaults_from_the_schema(changed_schema):
-    from forgetting.run.settings import RunnerSettings
     from forgetting.study.config import PROJECT_ROOT
+    from forgetting.study.runner import RunnerSettings
 
-    s = RunnerSettings.from_config({"model": {"backend": "scripted", "name": "m"}, "dataset": {"kind": "demo"}})
+    s = RunnerSettings.from_parts({"model": {"backend": "scripted", "name": "m"}, "dataset": {"kind": "demo"}})
     d = changed_schema
     assert (s.turn_cap, s.command_timeout_s, s.fixed_test_durations) == (
         d("agent.turn_cap"), d("agent.command_timeout_s"), d("agent.fixed_test_durations"))
@@ -190,13 +191,13 @@ def test_the_study_and_the_policies_read_the_schema(changed_schema):
     from forgetting.report.tables.notes import NoteContext
     from forgetting.run.model_server import vllm_command
 
-    context = PolicyContext.from_config()
+    context = PolicyContext.from_parts()
     assert (context.turn_cap, context.pricing_primary) == (changed_schema("agent.turn_cap"),
                                                            changed_schema("pricing.primary"))
     notes = NoteContext()
     assert (notes.refetch_threshold, notes.looping_window) == (changed_schema("analysis.refetch_threshold"),
                                                                changed_schema("analysis.looping_window"))
-    cmd = vllm_command({"backend": "vllm", "name": "m"}, host="h", port=1)
+    cmd = vllm_command(filled_model({"backend": "vllm", "name": "m"}), host="h", port=1)
     assert changed_schema("model.vllm.executable") in cmd
     assert ("--gpu-memory-utilization" in cmd) == (changed_schema("model.vllm.device") == "gpu")
     assert ("--enforce-eager" in cmd) == changed_schema("model.vllm.enforce_eager")
@@ -215,26 +216,27 @@ def test_a_loaded_study_is_filled_from_the_schema(changed_schema, tmp_path):
     study = study_from_mapping(config, source="demo", root=root)
     assert (study.baseline_repeats, study.deletion_repeats) == (changed_schema("repeats.baseline"),
                                                                changed_schema("repeats.deletion"))
-    assert study.section("execution")["run_timeout_s"] == changed_schema("execution.run_timeout_s")
-    assert study.section("statistics")["holm_family"] == changed_schema("statistics.holm_family")
+    assert study.runner.run_timeout_s == changed_schema("execution.run_timeout_s")
+    assert study.statistics.holm_family == changed_schema("statistics.holm_family")
 
 
 # ------------------------------------------------------------------ no literal default in code
 
 #: modules that read config sections (settings classes and the stages that read a key directly)
 READERS = (
-    "study/config.py", "study/plan.py", "workflow.py", "instances/tasks.py", "cluster/containers.py",
-    "run/model_server.py", "deletion/settings.py", "deletion/policy.py", "run/proxy/settings.py", "run/settings.py",
-    "run/batch.py", "run/trae.py", "run/versions.py", "evaluate/settings.py", "instances/load.py",
-    "evaluate/backends.py", "report/stats/settings.py", "report/stats/run.py", "demo/scripted/settings.py",
-    "cost/pricing.py", "behaviour/api.py", "report/tables/__init__.py", "report/tables/notes.py",
-    "commands/scripted_model.py", "commands/proxy.py", "study/endpoint_settings.py", "endpoint/backend.py",
-    "endpoint/serve.py",
+    "study/config.py", "study/plan.py", "study/sections.py", "study/runner.py", "study/proxy.py",
+    "study/evaluation.py", "study/statistics.py", "study/endpoint.py", "workflow.py", "instances/tasks.py",
+    "instances/dataset_file.py", "cluster/containers.py", "run/model_server.py", "deletion/settings.py",
+    "deletion/policy.py", "run/batch.py", "run/trae.py", "run/versions.py", "instances/load.py",
+    "evaluate/backends.py", "report/stats/run.py", "demo/scripted/settings.py", "cost/pricing.py",
+    "report/tables/__init__.py", "report/tables/notes.py", "commands/scripted_model.py", "commands/proxy.py",
+    "endpoint/backend.py", "endpoint/serve.py",
 )
 #: ``.get(key) or …`` readings that are not a second default: what a key's absence means (its
 #: schema ``x-default``), or a key of something else than the study config
 NOT_A_SECOND_DEFAULT = {
-    ("run/model_server.py", "served_name"): "model.served_name's x-default: model.name",
+    ("study/runner.py", "served_name"): "model.served_name's x-default: model.name",
+    ("study/sections.py", "tensor_parallel_size"): "model.vllm.tensor_parallel_size's x-default: vLLM's own, one GPU",
     ("deletion/policy.py", "name"): "a configurations.policies entry's name, from the policy's own",
 }
 

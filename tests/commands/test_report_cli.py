@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forgetting.foundation.errors import ConfigError
-from forgetting.report.stats.settings import StatsSettings, settings_of
 from forgetting.study.config import load_study
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit.stats_study import write_config
 
 
@@ -21,7 +21,7 @@ def test_statistics_options_are_checked_and_read(tmp_path):
     study = load_study(
         write_config(tmp_path, n_tasks=3, statistics={"holm_family": "table", "refetch_rate": "run_mean"})
     )
-    s = settings_of(study)
+    s = study.statistics
     assert (s.holm_family, s.refetch_rate, s.baseline_median, s.resamples, s.alpha) == (
         "table",
         "run_mean",

@@ -87,25 +87,20 @@ def test_append_only_history_has_no_rebilled_tokens_and_paper_costs():
     )
 
 
-def test_one_rewrite_in_the_middle_is_rebilled_once():
+@pytest.mark.parametrize(("run", "expected"), [
     # P3 = S U A1 O1' A2 O2 G (18): O1' = [4,4,9] shares [4,4] with O1, so LCP = 8 + 2 = 10;
     # B = |S U A1 O1'| = 11: 1 token re-billed (the rest of O1'), 7 new.
     # P4 (22) extends P3: LCP 18 (P3 + head of A3), B = 16.
-    assert rows(run_of(ONE_REWRITE)) == [
-        (7, 0, 7, 0, 7),
-        (14, 7, 7, 0, 7),
-        (18, 10, 7, 1, 8),
-        (22, 18, 4, 0, 4),
-    ]
-
-
-def test_rewrites_in_every_call():
+    pytest.param(ONE_REWRITE, (22, 18, 4, 0, 4), id="one rewrite in the middle, rebilled once"),
     # P4 rewrites O2 as well: LCP with P3 = |S U A1 O1' A2| + [6] = 15; B = 16: 1 re-billed.
-    assert rows(run_of(EVERY_CALL)) == [
+    pytest.param(EVERY_CALL, (22, 15, 6, 1, 7), id="rewrites in every call"),
+])
+def test_a_rewrite_is_rebilled_once(run, expected):
+    assert rows(run_of(run)) == [
         (7, 0, 7, 0, 7),
         (14, 7, 7, 0, 7),
         (18, 10, 7, 1, 8),
-        (22, 15, 6, 1, 7),
+        expected,
     ]
 
 
@@ -133,19 +128,6 @@ def test_block_rounding_recomputes_the_last_token_of_a_full_hit():
     assert rows(run_of([prompt, prompt]), without)[1] == (8, 8, 0, 0, 0)
 
 
-def test_min_prefix_and_increments():
-    rule = PricingProfile("min", 0.45, 0.09, 2.25, 0.45, min_prefix=6, increment=3)  # lengths 6, 9, 12, ...
-    # P1 (7): writes r(7) = 6.  P2 (14): LCP 7 -> 6; writes 12 - 6.  P3 = S U X G (11): LCP 5,
-    # below the minimum -> 0; writes r(11) = 9; B = 9 -> 9 re-billed.  P4 (19): LCP 14 with P2 ->
-    # 12 (stored by P2); writes r(19) - 12 = 6.
-    assert rows(run_of(OLDER), rule) == [
-        (7, 0, 7, 0, 6),
-        (14, 6, 8, 0, 6),
-        (11, 0, 2, 9, 9),
-        (19, 12, 7, 0, 6),
-    ]
-
-
 def test_write_premium():
     premium = PricingProfile("premium", 0.45, 0.09, 2.25, cache_write=0.9)
     row = cost_prompts(run_of(APPEND_ONLY), [premium]).profile_row("premium")
@@ -155,17 +137,29 @@ def test_write_premium():
     assert row["cost_cache"] == pytest.approx((21 * 0.09 + 19 * 0.45 + 19 * 0.45 + 30 * 2.25) / 1e6)
 
 
-def test_ttl_expiry_from_timestamps():
-    ttl = PricingProfile("ttl", 0.45, 0.09, 2.25, 0.45, ttl_s=10)
+@pytest.mark.parametrize(("rule", "times", "expected"), [
+    # P1 (7): writes r(7) = 6.  P2 (14): LCP 7 -> 6; writes 12 - 6.  P3 = S U X G (11): LCP 5,
+    # below the minimum -> 0; writes r(11) = 9; B = 9 -> 9 re-billed.  P4 (19): LCP 14 with P2 ->
+    # 12 (stored by P2); writes r(19) - 12 = 6.
+    pytest.param(PricingProfile("min", 0.45, 0.09, 2.25, 0.45, min_prefix=6, increment=3),  # lengths 6, 9, 12, ...
+                 None, [(7, 0, 7, 0, 6), (14, 6, 8, 0, 6), (11, 0, 2, 9, 9), (19, 12, 7, 0, 6)],
+                 id="min prefix and increments"),
     # t = 0, 5, 30, 36. At 30 everything (last used at 5) has expired: P3 hits nothing and
     # re-bills S U X (9). At 36 P2's prefixes (last used 5) are gone; P3's (30) are live:
     # P4 hits only S U (5) and re-bills 12 - 5 = 7.
-    assert rows(run_of(OLDER, times=[0, 5, 30, 36]), ttl) == [
-        (7, 0, 7, 0, 7),
-        (14, 7, 7, 0, 7),
-        (11, 0, 2, 9, 11),
-        (19, 5, 7, 7, 14),
-    ]
+    pytest.param(PricingProfile("ttl", 0.45, 0.09, 2.25, 0.45, ttl_s=10),
+                 [0, 5, 30, 36], [(7, 0, 7, 0, 7), (14, 7, 7, 0, 7), (11, 0, 2, 9, 11), (19, 5, 7, 7, 14)],
+                 id="ttl expiry from timestamps"),
+    # P1 stores 7 prefixes. P2 stores 14 (P1's 7 refreshed): over 12, evict the two longest
+    # (same last use) -> P2 kept up to 12. P3 = S U X G hits S U (5), stores 6 more; over by 6:
+    # the least recently used are P2's prefixes 7..12 (longest first), evicted, P2 kept up to 6.
+    # P4 = S U A1 O1 A2 O2 G: the longest live prefix is 6 (S U + A1's first token).
+    pytest.param(PricingProfile("lru", 0.45, 0.09, 2.25, 0.45, capacity_tokens=12),
+                 None, [(7, 0, 7, 0, 7), (14, 7, 7, 0, 7), (11, 5, 2, 4, 6), (19, 6, 7, 6, 13)],
+                 id="lru capacity"),
+])
+def test_a_cache_rule_on_a_prompt_matching_an_older_one(rule, times, expected):
+    assert rows(run_of(OLDER, times=times), rule) == expected
 
 
 def test_ttl_is_refreshed_by_every_use():
@@ -183,20 +177,6 @@ def test_ttl_needs_timestamps():
     ttl = PricingProfile("ttl", 0.45, 0.09, 2.25, 0.45, ttl_s=10)
     with pytest.raises(RunOutputError, match=r"'ttl'.*timestamps"):
         rows(run_of(APPEND_ONLY), ttl)
-
-
-def test_lru_capacity():
-    lru = PricingProfile("lru", 0.45, 0.09, 2.25, 0.45, capacity_tokens=12)
-    # P1 stores 7 prefixes. P2 stores 14 (P1's 7 refreshed): over 12, evict the two longest
-    # (same last use) -> P2 kept up to 12. P3 = S U X G hits S U (5), stores 6 more; over by 6:
-    # the least recently used are P2's prefixes 7..12 (longest first), evicted, P2 kept up to 6.
-    # P4 = S U A1 O1 A2 O2 G: the longest live prefix is 6 (S U + A1's first token).
-    assert rows(run_of(OLDER), lru) == [
-        (7, 0, 7, 0, 7),
-        (14, 7, 7, 0, 7),
-        (11, 5, 2, 4, 6),
-        (19, 6, 7, 6, 13),
-    ]
 
 
 def test_profiles_are_computed_side_by_side_and_primary_chooses_the_tables():

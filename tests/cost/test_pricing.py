@@ -89,15 +89,15 @@ def test_unknown_and_duplicate_profiles(tmp_path):
 
 
 def test_profiles_from_a_study_config(repo_root, tmp_path):
-    from forgetting.cost.pricing import profiles_from_config
     from forgetting.foundation.errors import ConfigError
     from forgetting.study.config import load_study
+    from forgetting.study.sections import PricingSettings
 
     study = load_study(repo_root / "config" / "config.yaml")
-    profiles, primary = profiles_from_config(study.section("pricing"), study.root)
+    profiles, primary = study.pricing.profiles, study.pricing.primary
     names = ["paper", "vllm-blocks", "min-prefix", "write-premium-ttl"]  # every shipped profile is validated
     assert (primary, [p.name for p in profiles]) == ("paper", names)
-    profiles, primary = profiles_from_config({"primary": "vllm-blocks", "profiles": ["paper"]}, repo_root)
-    assert [p.name for p in profiles] == ["vllm-blocks", "paper"]
+    pricing = PricingSettings.from_section({"primary": "vllm-blocks", "profiles": ["paper"]}, root=repo_root)
+    assert [p.name for p in pricing.profiles] == ["vllm-blocks", "paper"] == list(pricing.names)
     with pytest.raises(ConfigError, match=r"pricing\.dir"):
-        profiles_from_config({"dir": str(tmp_path / "none")}, repo_root)
+        PricingSettings.from_section({"dir": str(tmp_path / "none")}, root=repo_root)

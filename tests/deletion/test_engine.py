@@ -32,6 +32,9 @@ from forgetting_testkit.histories import (
 )
 from forgetting_testkit.reduction_checks import check_last_turns_intact, check_memoized_equals_pure
 
+#: the schema's deletion settings (a study that gives no ``deletion`` section)
+DELETION_DEFAULTS = DeletionSettings.from_section()
+
 SYSTEM_TASK = (SYSTEM, TASK)
 PROPS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 configs = st.sampled_from(PAPER_CONFIGURATIONS)
@@ -298,7 +301,8 @@ def test_each_reduced_prompt_extends_the_previous_except_at_newly_eligible_turns
     _, msgs = h
     n = len(segment(msgs).turns)
     ks = sorted(data.draw(st.lists(st.integers(0, n), min_size=3, max_size=3, unique=True)))
-    reducer = Reducer(d, seed, actions=actions_of(msgs))  # one per run, memoized, as the proxy keeps it
+    # one per run, memoized, as the proxy keeps it
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     prev = None
     for k in ks:
         hist = request_history(msgs, k)
@@ -321,7 +325,7 @@ def test_each_reduced_prompt_extends_the_previous_except_at_newly_eligible_turns
 def test_new_parts_are_those_first_rewritten_at_each_call(h, d, seed):
     _, msgs = h
     n = len(segment(msgs).turns)
-    reducer = Reducer(d, seed, actions=actions_of(msgs))
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     seen: list = []
     for k in range(n + 1):
         r = reducer.reduce(request_history(msgs, k))
@@ -352,7 +356,8 @@ def test_a_policy_that_changes_its_mind_is_caught():
 
     msgs = realistic("text", 4, output_lines=2)
     d = Deletion(name="flaky", policy="flaky")
-    reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings.from_config()), actions=actions_of(msgs))
+    reducer = Reducer(d, 1, policy=Flaky(d, DeletionSettings.from_section()), actions=actions_of(msgs),
+                      settings=DELETION_DEFAULTS)
     with pytest.raises(PolicyError, match="not stable"):
         reducer.reduce(msgs)  # 4 turns: undecided; the previous call (3 turns) decided it
 
@@ -368,7 +373,7 @@ def test_the_memoized_reducer_equals_the_pure_function_on_any_sequence_of_histor
 def test_a_turn_whose_observations_arrive_later_is_rewritten_whole():
     msgs = realistic("tool_calls", 3, output_lines=2)
     d = paper_configuration("immediate-turn-tool_output-100")
-    reducer = Reducer(d, 1, actions=actions_of(msgs))
+    reducer = Reducer(d, 1, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     cut = segment(msgs).turns[-1].assistant + 1  # the last turn's assistant message, no tool output yet
     reducer.reduce(msgs[:cut])
     assert reducer.reduce(msgs) == reduce_history(msgs, d, 1, actions=actions_of(msgs))

@@ -20,6 +20,7 @@ from forgetting.deletion.policy import HistoryView, PolicyContext
 from forgetting.deletion.random_policy import turn_selected
 from forgetting.deletion.registry import make_policy
 from forgetting.deletion.reuse_policy import ReuseAware, stale_turns
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.prompt.messages import Action, actions, segment
 from forgetting.study.policies import build_policies
 from forgetting_testkit.histories import (
@@ -39,6 +40,12 @@ from forgetting_testkit.reduction_checks import (
     check_memoized_equals_pure,
     policy_configurations,
 )
+
+#: what the policies read of a study that gives no agent or pricing section (the schema's)
+POLICY_DEFAULTS = PolicyContext.from_parts()
+
+#: the schema's deletion settings (a study that gives no ``deletion`` section)
+DELETION_DEFAULTS = DeletionSettings.from_section()
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 seeds = st.integers(0, 2**63 - 1)
@@ -95,7 +102,8 @@ def test_the_last_keep_last_turns_are_never_altered(h, d, seed):
 def test_rewritten_turns_stay_rewritten_the_same_way_as_the_history_grows(h, d, seed):
     _, msgs = h
     n = len(segment(msgs).turns)
-    reducer = Reducer(d, seed, actions=actions_of(msgs))  # one per run, as the proxy keeps it; it also checks stability
+    # one per run, as the proxy keeps it; it also checks stability
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     prev = None
     for k in range(n + 1):
         hist = request_history(msgs, k)
@@ -140,7 +148,7 @@ def test_same_seed_identical_results(name):
 
 def test_keep8_is_the_paper_policy_with_eight_turns_kept():
     msgs = realistic("text", 12, output_lines=2)
-    d = parse_configuration_name("keep8-turn-tool_output-100", "test")
+    d = parse_configuration_name("keep8-turn-tool_output-100", "test", context=POLICY_DEFAULTS)
     r = reduce_history(msgs, d, 1, actions=actions_of(msgs))
     assert sorted({x.turn for x in r.records}) == [1, 2, 3, 4]  # 12 turns, the last 8 kept
     assert d.timing is None  # not one of the paper's two timings
@@ -154,8 +162,8 @@ def test_batch_frontier_by_hand():
 
 def test_batched_rewriting_breaks_the_prefix_once_per_batch():
     msgs = realistic("text", 10, output_lines=2)
-    d = parse_configuration_name("batch3-delayed-turn-tool_output-100", "test")
-    reducer = Reducer(d, 5, actions=actions_of(msgs))
+    d = parse_configuration_name("batch3-delayed-turn-tool_output-100", "test", context=POLICY_DEFAULTS)
+    reducer = Reducer(d, 5, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     newly = {}
     for k in range(11):
         r = reducer.reduce(request_history(msgs, k))
@@ -167,7 +175,7 @@ def test_batched_rewriting_breaks_the_prefix_once_per_batch():
 
 def test_batched_turn_level_selection_is_the_papers_draw():
     msgs = realistic("tool_calls", 9, output_lines=2)
-    d = parse_configuration_name("batch2-immediate-turn-both-50", "test")
+    d = parse_configuration_name("batch2-immediate-turn-both-50", "test", context=POLICY_DEFAULTS)
     r = reduce_history(msgs, d, 7, actions=actions_of(msgs))
     expected = [t for t in range(1, 9) if turn_selected(7, t, 50)]  # 9 turns → frontier 8
     assert sorted({x.turn for x in r.records}) == expected
@@ -181,7 +189,8 @@ def test_masking_keeps_the_last_m_outputs_and_names_the_omitted_lines():
     outputs = ["a\nb\nc", "one line", "x\ny", "last but one", "last"]
     specs = [{"reasoning": f"THOUGHT: {i}", "outputs": [observation(0, o)]} for i, o in enumerate(outputs)]
     msgs = build("text", specs)
-    r = reduce_history(msgs, parse_configuration_name("mask2", "test"), 1, actions=actions_of(msgs))
+    mask2 = parse_configuration_name("mask2", "test", context=POLICY_DEFAULTS)
+    r = reduce_history(msgs, mask2, 1, actions=actions_of(msgs))
     # an observation is "<returncode>0</returncode>\n<output>\n{output}\n</output>": 3 more lines
     assert [r.messages[i]["content"] for i in (3, 5, 7)] == [
         "[6 lines of old tool output omitted]",
@@ -196,8 +205,9 @@ def test_mask_placeholder_must_name_the_lines():
     from forgetting.foundation.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"k\[0\]\.placeholder: .* containing \{lines\}"):
-        build_policies([{"policy": "mask", "keep_last": 3, "placeholder": "[gone]"}], "k")
-    (d,) = build_policies([{"policy": "mask", "keep_last": 1, "placeholder": "({lines} lines hidden)"}], "k")
+        build_policies([{"policy": "mask", "keep_last": 3, "placeholder": "[gone]"}], "k", context=POLICY_DEFAULTS)
+    (d,) = build_policies([{"policy": "mask", "keep_last": 1, "placeholder": "({lines} lines hidden)"}], "k",
+                          context=POLICY_DEFAULTS)
     msgs = realistic("text", 2, output_lines=2)
     assert reduce_history(msgs, d, 1, actions=actions_of(msgs)).messages[3]["content"] == "(5 lines hidden)"
 
@@ -254,8 +264,8 @@ def reuse_history(style: str) -> list[dict]:
 @pytest.mark.parametrize("style", ["text", "tool_calls"])
 def test_reuse_aware_deletion_by_hand(style, keep_last, expected):
     msgs = reuse_history(style)
-    (d,) = build_policies([{"policy": "reuse", "stale_after": 2, "keep_last": keep_last}], "k")
-    policy = make_policy(d)
+    (d,) = build_policies([{"policy": "reuse", "stale_after": 2, "keep_last": keep_last}], "k", context=POLICY_DEFAULTS)
+    policy = make_policy(d, DELETION_DEFAULTS)
     assert isinstance(policy, ReuseAware)
     for n, stale in expected.items():
         view = HistoryView(request_history(msgs, n), 1, actions=actions_of(msgs))
@@ -317,11 +327,11 @@ def test_gate_decisions_by_hand_on_a_small_history():
             }
         ],
         "k",
-        PolicyContext.from_config({"agent": {"turn_cap": 60}}),
+        PolicyContext.from_parts({"agent": {"turn_cap": 60}}),
     )
     assert d.name == "gate5-delayed-turn-tool_output-100"
     assert (d.params["cached_input"], d.params["cache_write"]) == (0.09, 0.45)  # the paper's price sheet
-    gate = make_policy(d)
+    gate = make_policy(d, DELETION_DEFAULTS)
     assert isinstance(gate, CacheAwareGate)
     msgs = gate_history()
     steps = gate.fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
@@ -362,9 +372,9 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
             }
         ],
         "k",
-        PolicyContext.from_config({"agent": {"turn_cap": 60}}),
+        PolicyContext.from_parts({"agent": {"turn_cap": 60}}),
     )
-    steps = make_policy(d).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
+    steps = make_policy(d, DELETION_DEFAULTS).fold(HistoryView(msgs, 3, counter=words, actions=actions_of(msgs)))
     # keep_last 0: at m = 1 only turn 1's own output is pending: nothing cached to re-bill
     assert (steps[0][1].saved_tokens, steps[0][1].rebilled_tokens, steps[0][1].fires) == (37, 0, True)
     # every later call: the newest output is free to rewrite, so each is rewritten at once
@@ -372,7 +382,7 @@ def test_gate_with_expensive_writes_holds_longer_and_immediate_new_output_is_fre
 
 
 def test_gate_prices_come_from_the_configured_profile(repo_root):
-    ctx = PolicyContext.from_config(
+    ctx = PolicyContext.from_parts(
         {"agent": {"turn_cap": 200}, "pricing": {"dir": str(repo_root / "resources/pricing"), "primary": "paper"}}
     )
     entry = {"policy": "gate", "scope": "both", "granularity": "turn", "amount": 50, "timing": "delayed"}
@@ -402,7 +412,7 @@ def sized_histories(draw) -> list[dict]:
 
 
 GATES = [
-    parse_configuration_name(n, "test", PolicyContext.from_config({"agent": {"turn_cap": 30}}))
+    parse_configuration_name(n, "test", PolicyContext.from_parts({"agent": {"turn_cap": 30}}))
     for n in ("gate-delayed-turn-tool_output-100", "gate4-immediate-turn-both-100", "gate6-keep3-token-both-50")
 ]
 
@@ -411,10 +421,11 @@ GATES = [
 @given(sized_histories(), st.sampled_from(GATES), seeds)
 def test_a_gate_rewrite_once_made_is_permanent(msgs, d, seed):
     n = len(segment(msgs).turns)
-    steps = make_policy(d).fold(HistoryView(msgs, seed, actions=actions_of(msgs)))
+    steps = make_policy(d, DELETION_DEFAULTS).fold(HistoryView(msgs, seed, actions=actions_of(msgs)))
     for (before, _), (after, _) in itertools.pairwise(steps):
         assert before <= after  # committed rewrites only grow
-    reducer = Reducer(d, seed, actions=actions_of(msgs))  # raises PolicyError if a decision were dropped
+    # raises PolicyError if a decision were dropped
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     seen: set = set()
     for k in range(n + 1):
         r = reducer.reduce(request_history(msgs, k))
@@ -434,7 +445,7 @@ def test_policies_run_through_the_proxy_and_are_logged(tmp_path, style):
     from forgetting_testkit.proxy_client import FAST, drive
 
     for name in ("mask2", "batch2-delayed-turn-tool_output-100", "reuse2-immediate", "gate-immediate-turn-both-100"):
-        d, log_dir = parse_configuration_name(name, "test"), tmp_path / name
+        d, log_dir = parse_configuration_name(name, "test", context=POLICY_DEFAULTS), tmp_path / name
         with (
             FakeUpstream(style=style) as up,
             start_proxy(up.url, d, 9, log_dir, f"mini/{name}/t/1", settings=FAST, actions=ACTIONS[style]) as px,

@@ -18,6 +18,8 @@ from forgetting.behaviour import label_run, load_deletions
 from forgetting.cost import cost_run, load_profiles
 from forgetting.deletion import DEFAULT_PLACEHOLDERS, Reducer
 from forgetting.deletion.names import parse_configuration_name
+from forgetting.deletion.policy import PolicyContext
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.grid import BASELINE, paper_configurations
 from forgetting.prompt import tokenizer
 from forgetting.prompt.messages import segment
@@ -27,8 +29,15 @@ from forgetting_testkit.histories import ACTIONS, COMMAND_POOL, SYSTEM, TASK
 from forgetting_testkit.reduction_checks import policy_configurations
 from forgetting_testkit.trajectories import run_record
 
+#: what the policies read of a study that gives no agent or pricing section (the schema's)
+POLICY_DEFAULTS = PolicyContext.from_parts()
+
+#: the schema's deletion settings (a study that gives no ``deletion`` section)
+DELETION_DEFAULTS = DeletionSettings.from_section()
+
 #: the paper's 42, the baseline, and every policy beyond the paper at several parameters
-CONFIGURATIONS = [*paper_configurations(), parse_configuration_name(BASELINE, "test"), *policy_configurations()]
+CONFIGURATIONS = [*paper_configurations(), parse_configuration_name(BASELINE, "test", context=POLICY_DEFAULTS),
+                  *policy_configurations()]
 TOOLS = [
     {
         "type": "function",
@@ -80,7 +89,8 @@ def run_through_proxy(run_dir: Path, messages: list[dict[str, Any]], deletion: A
     its ``deleted`` records; the agent's reply is the history's next assistant message. Writes
     the run directory (call log, the agent's trajectory, run.json); returns the reductions."""
     tools = TOOLS if style == "tool_calls" else None
-    reducer = Reducer(deletion, seed, actions=ACTIONS[style])  # the agent's own action pattern
+    # the agent's own action pattern
+    reducer = Reducer(deletion, seed, actions=ACTIONS[style], settings=DELETION_DEFAULTS)
     turns = segment(messages).turns
     header = {"run_id": f"mini/{deletion.name}/t/1", "seed": seed, "deletion": deletion.as_dict()}
     reductions = []
@@ -168,7 +178,7 @@ def test_a_placeholder_longer_than_its_part_removes_the_whole_part(tmp_path):
         call = {"id": f"c{t}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
         messages += [{"role": "assistant", "content": reasoning, "tool_calls": [call]},
                      {"role": "tool", "tool_call_id": f"c{t}", "content": output}]
-    deletion = parse_configuration_name("immediate-turn-both-100", "test")
+    deletion = parse_configuration_name("immediate-turn-both-100", "test", context=POLICY_DEFAULTS)
     run_dir = tmp_path / "runs" / "mini" / deletion.name / "t" / "1"
     run_dir.mkdir(parents=True)
     reductions = run_through_proxy(run_dir, messages, deletion, 7, "tool_calls")

@@ -52,10 +52,14 @@ import yaml
 from forgetting import cli
 from forgetting.cost.pricing import load_profiles
 from forgetting.deletion.names import parse_configuration_name
+from forgetting.deletion.policy import PolicyContext
 from forgetting.study.config import load_study, study_from_mapping
 from forgetting.study.plan import plan_batches, plan_runs
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.synth import cli as synth_cli
+
+#: what the policies read of a study that gives no agent or pricing section (the schema's)
+POLICY_DEFAULTS = PolicyContext.from_parts()
 
 pytestmark = pytest.mark.slow
 
@@ -463,7 +467,7 @@ def _forgetting(cmd: DocCommand, scratch: Path) -> None:
     if getattr(args, "pricing", None):
         load_profiles(getattr(args, "pricing_dir", None), args.pricing)
     if getattr(args, "deletion", None):
-        parse_configuration_name(args.deletion, "--deletion")
+        parse_configuration_name(args.deletion, "--deletion", context=POLICY_DEFAULTS)
 
 
 def _script(cmd: DocCommand, scratch: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 from forgetting.foundation.errors import ConfigError
 from forgetting.run.model_server import BACKENDS, ServingBackend, backend_of
 from forgetting.study.config import load_schema
-from forgetting.study.endpoint_settings import EndpointSettings
+from forgetting.study.endpoint import EndpointSettings
 from forgetting_testkit.endpoints import TEST_KEY
 from forgetting_testkit.runner import study_at
 
@@ -22,13 +22,12 @@ def test_the_registry_serves_every_backend_the_schema_allows():
 
 
 def test_defaults_and_resolution(tmp_path):
-    s = EndpointSettings.from_model({**MODEL, "endpoint": {"base_url": "https://api.example.com/v1"}})
+    s = EndpointSettings.from_section({"base_url": "https://api.example.com/v1"})
     assert (s.base_url, s.address_file, s.api_key_env, s.max_concurrent_requests) == (
         "https://api.example.com/v1", None, None, None)
     assert s.address_wait_s == 3600 and s.api_key() is None
-    s = EndpointSettings.from_model({**MODEL, "endpoint": {"address_file": "results/x/address.json",
-                                                           "api_key_env": "MY_KEY", "max_concurrent_requests": 3}},
-                                    tmp_path)
+    s = EndpointSettings.from_section({"address_file": "results/x/address.json", "api_key_env": "MY_KEY",
+                                       "max_concurrent_requests": 3}, root=tmp_path)
     assert s.address_file == tmp_path / "results/x/address.json" and s.max_concurrent_requests == 3
     assert s.api_key({"MY_KEY": f" {TEST_KEY}\n"}) == TEST_KEY  # a key read from a file keeps its newline
 
@@ -56,7 +55,7 @@ def test_a_bad_endpoint_stops_the_study_when_it_is_loaded(tmp_path, endpoint, me
     ("sk-a b", "the value of MY_KEY holds whitespace or control characters"),
 ])
 def test_the_keys_variable_must_hold_one_key(value, message):
-    s = EndpointSettings.from_model({**MODEL, "endpoint": {"base_url": "http://h/v1", "api_key_env": "MY_KEY"}})
+    s = EndpointSettings.from_section({"base_url": "http://h/v1", "api_key_env": "MY_KEY"})
     with pytest.raises(ConfigError, match=r"model\.endpoint\.api_key_env") as error:
         s.api_key({} if value is None else {"MY_KEY": value})
     assert message in str(error.value) and (value is None or value.strip() == "" or value not in str(error.value))

@@ -27,9 +27,9 @@ from forgetting.evaluate.apptainer import (
 from forgetting.evaluate.evaluate import evaluate_patch
 from forgetting.evaluate.grading import spec_for, verdict_from_log
 from forgetting.evaluate.scripts import apply_and_eval_script
-from forgetting.evaluate.settings import ApptainerSettings, EvalSettings
 from forgetting.foundation.errors import ResourceError, UserError
 from forgetting.instances.images import InstanceImages
+from forgetting.study.evaluation import ApptainerSettings, EvalSettings
 from forgetting_testkit import evaltask, fakes
 from forgetting_testkit.fakes.apptainer_exec import can_mount as fakes_can_mount
 from forgetting_testkit.sif import write_sif

@@ -9,7 +9,6 @@ from dataclasses import replace
 import pytest
 
 from forgetting.evaluate.backends import BACKENDS, make_backend
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.config_schema import schema_at
 from forgetting.foundation.errors import ConfigError
 from forgetting.study.config import load_study
@@ -29,7 +28,7 @@ def test_each_backend_is_a_class_of_its_name(name):
 
 def test_a_demo_study_gets_the_local_backend(study_file):
     study = load_study(study_file)
-    backend = make_backend(EvalSettings.from_study(study), study)
+    backend = make_backend(study.evaluation, study)
     assert backend.name == "local"
 
 
@@ -37,4 +36,4 @@ def test_an_unknown_backend_is_one_line_naming_the_allowed_ones(study_file):
     study = load_study(study_file)
     with pytest.raises(ConfigError, match=r"evaluation.backend: 'podman' is not allowed; allowed values: docker, "
                                           r"apptainer, local$"):
-        make_backend(replace(EvalSettings.from_study(study), backend="podman"), study)
+        make_backend(replace(study.evaluation, backend="podman"), study)

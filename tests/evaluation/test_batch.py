@@ -164,11 +164,10 @@ def test_load_instances_of_a_swebench_study(tmp_path):
 
 def test_local_backend_refuses_swebench_studies(tmp_path):
     from forgetting.evaluate.backends import make_backend
-    from forgetting.evaluate.settings import EvalSettings
 
     study = swebench_study(tmp_path, tmp_path / "x.jsonl", backend="local")
     with pytest.raises(ConfigError, match="'local' evaluates the demo tasks only"):
-        make_backend(EvalSettings.from_study(study), study)
+        make_backend(study.evaluation, study)
 
 
 def test_bad_evaluation_keys_are_config_errors(tmp_path):
@@ -178,7 +177,7 @@ def test_bad_evaluation_keys_are_config_errors(tmp_path):
         raw["evaluation"]["apptainer"] = {"executabel": "apptainer"}
         (tmp_path / "study.yaml").write_text(yaml.safe_dump(raw))
         load_study(tmp_path / "study.yaml")
-    assert study.section("evaluation")["apptainer"]["writable_layer_mib"] == 8192
+    assert study.evaluation.apptainer.writable_layer_mib == 8192
 
 
 def test_dataset_fetch_offline_is_one_line(tmp_path):

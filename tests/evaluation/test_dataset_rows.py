@@ -18,7 +18,6 @@ import yaml
 
 from forgetting.evaluate.apptainer import ApptainerBackend
 from forgetting.evaluate.grading import require_harness_fields, spec_for
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.errors import ResourceError
 from forgetting.instances.dataset_file import HubDataset, dataset_source, read_instances
 from forgetting.instances.load import check_task_list, load_instances
@@ -26,6 +25,7 @@ from forgetting.instances.record import CLASSIC, SWEBENCH5, Instance, require
 from forgetting.instances.tasks import read_id_file
 from forgetting.run.workspace import check_task_rows
 from forgetting.study.config import load_study
+from forgetting.study.evaluation import EvalSettings
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.runner import runner_settings
 from forgetting_testkit.shared_data import VERIFIED_IDS, VERIFIED_PARQUET, shared_file

@@ -9,7 +9,7 @@ import pytest
 from forgetting.demo import tasks as demo_tasks
 from forgetting.evaluate.evaluate import evaluate_patch
 from forgetting.evaluate.local import LocalBackend, demo_checkout
-from forgetting.evaluate.settings import EvalSettings
+from forgetting.study.evaluation import EvalSettings
 from forgetting_testkit.checkout import ROOT
 
 TASKS = ROOT / "resources" / "demo" / "tasks"

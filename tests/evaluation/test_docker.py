@@ -22,8 +22,8 @@ from forgetting.evaluate.docker_harness import (
 )
 from forgetting.evaluate.evaluate import evaluate_patch
 from forgetting.evaluate.grading import spec_for
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.errors import ResourceError, UserError
+from forgetting.study.evaluation import EvalSettings
 from forgetting_testkit import evaltask
 
 RUN_ID = "mini/baseline/demo__calc-1/1"

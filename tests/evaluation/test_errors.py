@@ -38,10 +38,10 @@ from forgetting.records.eval_report import (
 )
 from forgetting.report.collect import collect
 from forgetting.report.stats.run import compute_statistics
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.build import StatsTables, table1
 from forgetting.study.config import load_study
 from forgetting.study.plan import plan_batches, run_id
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit import evaltask
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.dryrun import parse_jobs

@@ -9,7 +9,7 @@ import pytest
 
 from forgetting.evaluate.evaluate import evaluate_patch
 from forgetting.evaluate.local import LocalBackend, with_report_flag
-from forgetting.evaluate.settings import EvalSettings
+from forgetting.study.evaluation import EvalSettings
 from forgetting_testkit import evaltask
 
 F2P = ["tests/test_calc.py::test_mean_fraction", "tests/test_rounding.py::test_mean_negative"]

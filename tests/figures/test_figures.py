@@ -20,8 +20,8 @@ from PIL import Image
 from forgetting.grid import PAPER_CONFIGURATIONS
 from forgetting.report.figures import FIGURES, PNG_DPI, build_figure, save_figure
 from forgetting.report.figures.layout import FIGURE_WIDTH_IN, LABEL_CHARS, LABEL_LINES
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.build import StatsTables
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit.checkout import ROOT
 
 LONG = "an-overlay-configuration-whose-free-name-is-much-longer-than-any-label-should-be"

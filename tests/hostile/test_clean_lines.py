@@ -105,7 +105,7 @@ def test_a_well_formed_ipv6_base_url_is_accepted(tmp_path) -> None:
 
     config = demo_config(tmp_path, model={"backend": "endpoint", "name": "m",
                                           "endpoint": {"base_url": "http://[::1]:8000/v1"}})
-    assert load_study(config).section("model")["endpoint"]["base_url"] == "http://[::1]:8000/v1"
+    assert load_study(config).endpoint.base_url == "http://[::1]:8000/v1"
 
 
 # -- forgetting serve: --host, --advertise, the address file -----------------------------------------------

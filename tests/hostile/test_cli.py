@@ -388,11 +388,16 @@ CALL_LOGS: dict[str, Callable[[Any, Path], Path]] = {
     "empty": lambda w, d: write(d / "calls.jsonl", ""),
 }
 
+
+def unreadable_yaml(not_utf8: bytes, invalid: str, a_list: str, deep_key: str) -> dict[str, str | bytes]:
+    """The ways every YAML table an option names is damaged: not UTF-8, not YAML, a list where a
+    mapping belongs, nested 5000 deep under ``deep_key``."""
+    return {"not UTF-8": not_utf8, "invalid YAML": invalid, "a list": a_list,
+            "nested 5000 deep": f"{deep_key}: " + deep(5000) + "\n"}
+
+
 RULES: dict[str, str | bytes] = {
-    "not UTF-8": b"classes: [\xff]\n",
-    "invalid YAML": "classes: [read\n",
-    "a list": "- read\n",
-    "nested 5000 deep": "x: " + deep(5000) + "\n",
+    **unreadable_yaml(b"classes: [\xff]\n", "classes: [read\n", "- read\n", "x"),
     "an unknown key": "colour: blue\n",
     "a bad regular expression": (
         "version: 1\nclasses: [read, other]\ndefault: other\nprecedence: [read, other]\nagents: {mini: mini}\n"
@@ -402,10 +407,7 @@ RULES: dict[str, str | bytes] = {
 }
 
 PRICES: dict[str, str | bytes] = {
-    "not UTF-8": b"currency: \xff\n",
-    "invalid YAML": "per_million_tokens: {input: [\n",
-    "a list": "- 1\n",
-    "nested 5000 deep": "description: " + deep(5000) + "\n",
+    **unreadable_yaml(b"currency: \xff\n", "per_million_tokens: {input: [\n", "- 1\n", "description"),
     "no prices": "currency: USD\n",
     "a negative price": "per_million_tokens: {input: -1, cached_input: 0, output: 1}\n",
     "a price .nan": "per_million_tokens: {input: .nan, cached_input: 0, output: 1}\n",

@@ -8,8 +8,6 @@ in a handler thread, no hang, a call log that still reads strictly and prices wi
 from __future__ import annotations
 
 import json
-import re
-import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +23,10 @@ from forgetting.run.proxy import ProxySettings, start_proxy
 from forgetting.run.proxy.server import ProxyServer
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import SYSTEM, TASK
-from forgetting_testkit.hostile import Outcome
+from forgetting_testkit.hostile import Outcome, socket_exchange
 from forgetting_testkit.proxy_client import TOOLS
 
-SETTINGS = ProxySettings.from_config(
+SETTINGS = ProxySettings.from_parts(
     {"retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5, "idle_timeout_s": 2}
 )
 ASSISTANT = {"role": "assistant", "content": "I look.", "tool_calls": [
@@ -71,26 +69,7 @@ def proxy(tmp_path_factory) -> Iterator[Proxy]:
 def raw_exchange(p: Proxy, data: bytes, *, timeout: float = 10.0) -> tuple[int | None, bytes, bool]:
     """Send ``data`` on a fresh connection; (status of the first reply or None, what came back,
     whether the proxy answered within ``timeout``)."""
-    chunks = []
-    with socket.create_connection((p.host, p.port), timeout=timeout) as s:
-        try:
-            s.sendall(data)
-            s.shutdown(socket.SHUT_WR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the proxy stopped reading (a rejected body): its reply may still be there
-        try:
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-        except TimeoutError:
-            return None, b"".join(chunks), False
-        except ConnectionResetError:
-            pass
-    reply = b"".join(chunks)
-    match = re.match(rb"HTTP/1\.[01] (\d{3}) ", reply) or re.search(rb"Error code: (\d{3})", reply)  # HTTP/0.9
-    return (int(match.group(1)) if match else None), reply, True
+    return socket_exchange(p.host, p.port, data, timeout=timeout, half_close=True)
 
 
 def post(body: bytes, extra_headers: bytes = b"") -> bytes:

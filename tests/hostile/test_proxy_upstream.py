@@ -26,7 +26,7 @@ from forgetting.run.proxy import ProxySettings, start_proxy
 from forgetting.run.proxy.server import ProxyServer
 from forgetting.run.proxy.upstream import Upstream
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
-from forgetting_testkit.hostile import Outcome
+from forgetting_testkit.hostile import Outcome, socket_exchange
 
 GOOD = {"model": "m", "messages": [{"role": "system", "content": "You fix bugs."},
                                    {"role": "user", "content": "Fix the bug."}], "max_tokens": 8}
@@ -42,19 +42,7 @@ def post(body: bytes) -> bytes:
 
 def exchange(host: str, port: int, data: bytes) -> tuple[int | None, bytes, bool]:
     """Send ``data`` on a fresh connection: (status or None, what came back, answered in time)."""
-    chunks = []
-    with socket.create_connection((host, port), timeout=LIMIT_S) as s:
-        s.sendall(data)
-        try:
-            while chunk := s.recv(65536):
-                chunks.append(chunk)
-        except TimeoutError:
-            return None, b"".join(chunks), False
-        except ConnectionResetError:
-            pass
-    reply = b"".join(chunks)
-    match = re.match(rb"HTTP/1\.[01] (\d{3}) ", reply)
-    return (int(match.group(1)) if match else None), reply, True
+    return socket_exchange(host, port, data, timeout=LIMIT_S)
 
 
 class RawUpstream:
@@ -151,7 +139,7 @@ def errors() -> Iterator[list[BaseException]]:
 
 
 def _settings(**extra: Any) -> ProxySettings:
-    return ProxySettings.from_config({"retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5,
+    return ProxySettings.from_parts({"retries": 1, "backoff_s": 0.01, "backoff_max_s": 0.02, "timeout_s": 5,
                                       "idle_timeout_s": 5, **extra})
 
 

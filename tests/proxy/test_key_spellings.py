@@ -18,6 +18,11 @@ import pytest
 from forgetting.foundation.errors import UserError
 from forgetting.run.proxy.key_spellings import spellings
 from forgetting.run.proxy.upstream import Access, Upstream
+from forgetting.study.proxy import ProxySettings
+from forgetting_testkit.runner import filled_model
+
+#: the schema's proxy settings
+PROXY_DEFAULTS = ProxySettings.from_parts()
 
 #: a key with the characters JSON and URL encodings change
 KEY = "sk-proj/Ab+cd=EF_0123-hostile-key/xyz"
@@ -132,7 +137,8 @@ def test_no_spelling_of_the_key_reaches_the_endpoint_log_or_the_error(echo_url, 
     monkeypatch.setenv(KEY_ENV, KEY)
     log = tmp_path / "model_server.log"
     with pytest.raises(UserError, match=r"refused the API key in \$" + KEY_ENV) as caught:  # noqa: SIM117
-        with EndpointBackend().serving(endpoint_model(echo_url), log_path=log):
+        with EndpointBackend().serving(filled_model(endpoint_model(echo_url)), log_path=log,
+                                       proxy_settings=PROXY_DEFAULTS):
             pass
     assert "[redacted]" in str(caught.value)
     assert not leaks(str(caught.value)), str(caught.value)
@@ -141,7 +147,7 @@ def test_no_spelling_of_the_key_reaches_the_endpoint_log_or_the_error(echo_url, 
 
 
 def test_a_key_that_is_not_ascii_is_one_line_naming_the_variable():
-    from forgetting.study.endpoint_settings import read_api_key
+    from forgetting.study.endpoint import read_api_key
 
     for key in ("sk-ключ-123", "sk-\u2013dash", "sk-caf\xe9"):
         with pytest.raises(UserError, match=r"model.endpoint.api_key_env: the value of K holds a character outside "

@@ -25,6 +25,9 @@ from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS, SYSTEM, TASK
 from forgetting_testkit.proxy_client import FAST, TOOLS, drive, request
 
+#: the schema's proxy settings
+PROXY_DEFAULTS = ProxySettings.from_parts()
+
 
 @pytest.mark.parametrize("style", ["tool_calls", "text"])
 @pytest.mark.parametrize("name", ["delayed-turn-both-50", "immediate-token-tool_output-50", "baseline"])
@@ -119,7 +122,7 @@ def test_transient_failures_are_retried(tmp_path):
 
 
 def test_retries_give_up_with_the_upstream_status(tmp_path):
-    settings = ProxySettings.from_config({"retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.02})
+    settings = ProxySettings.from_parts({"retries": 2, "backoff_s": 0.01, "backoff_max_s": 0.02})
     with (
         FakeUpstream() as up,
         start_proxy(up.url, paper_configuration("baseline"), 1, tmp_path, "r", settings=settings, actions=None) as px,
@@ -138,7 +141,7 @@ def test_unreachable_upstream_is_a_502_with_a_message(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    settings = ProxySettings.from_config({"retries": 1, "backoff_s": 0.01})
+    settings = ProxySettings.from_parts({"retries": 1, "backoff_s": 0.01})
     with start_proxy(
         f"http://127.0.0.1:{port}", paper_configuration("baseline"), 1, tmp_path, "r", settings=settings, actions=None
     ) as px:
@@ -157,7 +160,7 @@ def test_a_slow_upstream_times_out_without_retry(tmp_path):
             1,
             tmp_path,
             "r",
-            settings=ProxySettings.from_config({"timeout_s": 0.2, "backoff_s": 0.01}), actions=None,
+            settings=ProxySettings.from_parts({"timeout_s": 0.2, "backoff_s": 0.01}), actions=None,
         ) as px,
     ):
         up.delay_s = 0.5
@@ -410,7 +413,7 @@ def test_cli_resolves_names_from_a_study_config(tmp_path, repo_root):
     study = load_study(path)
     assert resolve_deletion("delayed8-token-both-40", study).keep_last == 8
     assert resolve_deletion("delayed-turn-both-50", study).amount == 50  # the paper's names still resolve
-    settings = ProxySettings.from_study(study)
+    settings = study.proxy
     assert settings.deletion.token_draw == "bernoulli"
     assert settings.deletion.placeholders == {"reasoning": "[gone]", "tool_output": "[tool output deleted]"}
     from forgetting.commands.proxy import agent_actions
@@ -434,7 +437,7 @@ def test_start_proxy_refuses_a_busy_port(tmp_path):
                 1,
                 tmp_path,
                 "r",
-                port=s.getsockname()[1], actions=None,
+                port=s.getsockname()[1], actions=None, settings=PROXY_DEFAULTS
             )
 
 
@@ -442,5 +445,5 @@ def test_proxy_settings_defaults_match_the_config_schema():
     from forgetting.study.config import load_schema
 
     props = load_schema()["properties"]["execution"]["properties"]["proxy"]["properties"]
-    defaults = ProxySettings.from_config().as_dict()
+    defaults = ProxySettings.from_parts().as_dict()
     assert {k: v["default"] for k, v in props.items()} == {k: defaults[k] for k in props}

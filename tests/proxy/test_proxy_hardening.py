@@ -19,6 +19,9 @@ from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import SYSTEM, TASK
 from forgetting_testkit.proxy_client import FAST, request
 
+#: the schema's proxy settings
+PROXY_DEFAULTS = ProxySettings.from_parts()
+
 BASELINE = paper_configuration("baseline")
 ASSISTANT = {"role": "assistant", "content": "I look.", "tool_calls": [
     {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]}
@@ -98,7 +101,7 @@ def test_a_negative_content_length_does_not_bypass_the_body_limit(tmp_path):
 
 
 def test_stalled_connections_are_closed_and_their_threads_released(tmp_path):
-    settings = ProxySettings.from_config({"retries": 1, "backoff_s": 0.01, "timeout_s": 5, "idle_timeout_s": 1})
+    settings = ProxySettings.from_parts({"retries": 1, "backoff_s": 0.01, "timeout_s": 5, "idle_timeout_s": 1})
     with (
         FakeUpstream() as up,
         start_proxy(up.url, BASELINE, 1, tmp_path, "r", settings=settings, actions=None) as px,
@@ -130,7 +133,7 @@ def test_stalled_connections_are_closed_and_their_threads_released(tmp_path):
 def test_a_run_id_that_cannot_travel_in_a_header_is_refused(tmp_path):
     for run_id in ("a\r\nX-Evil: 1", "café", "two words", "", "x" * 600):
         with pytest.raises(UserError, match="--run-id"):
-            start_proxy("http://127.0.0.1:9/v1", BASELINE, 1, tmp_path, run_id, actions=None)
+            start_proxy("http://127.0.0.1:9/v1", BASELINE, 1, tmp_path, run_id, actions=None, settings=PROXY_DEFAULTS)
     assert not (tmp_path / "calls.jsonl").exists()
 
 
@@ -140,7 +143,8 @@ def test_a_proxy_that_cannot_listen_leaves_no_call_log(tmp_path):
         busy.listen(1)
         port = busy.getsockname()[1]
         with pytest.raises(UserError, match="cannot listen"):
-            start_proxy("http://127.0.0.1:9/v1", BASELINE, 1, tmp_path, "run-a", actions=None, port=port)
+            start_proxy("http://127.0.0.1:9/v1", BASELINE, 1, tmp_path, "run-a", actions=None, port=port,
+                        settings=PROXY_DEFAULTS)
     assert not (tmp_path / "calls.jsonl").exists()
     # the next start — another run id, seed or configuration — takes the folder
     with FakeUpstream() as up, start_proxy(up.url, paper_configuration("delayed-turn-both-50"), 2, tmp_path,

@@ -196,7 +196,7 @@ def test_a_stopped_batch_leaves_no_run_process_and_no_model_server(tmp_path, how
 
 
 def test_runs_over_their_time_limit_are_finished_as_errors(tmp_path, monkeypatch):
-    from forgetting.run.settings import RunnerSettings
+    from forgetting.study.runner import RunnerSettings
 
     monkeypatch.setenv("FAKE_VLLM_CALL_DELAY", "0.6")
     study = study_at(tmp_path, model=FAKE_VLLM_MODEL, repeats={"baseline": 2, "deletion": 1},

@@ -25,7 +25,6 @@ from forgetting.foundation.stagelog import StageLog
 from forgetting.records.schemas import DATASETS
 from forgetting.run import run_batch
 from forgetting.run.batch import BatchRunner
-from forgetting.run.settings import RunnerSettings
 from forgetting.study.plan import PACKED, plan_batches
 from forgetting_testkit.checkout import ROOT, cli_env
 from forgetting_testkit.runner import batch_of, study_at, write_study
@@ -140,7 +139,7 @@ def test_a_batch_narrowed_to_one_task_also_invalidates_the_whole_studys_batch_of
         layout.batch_dir(key).mkdir(parents=True)
         for name in ("runs.json", *BATCH_DOWNSTREAM):
             (layout.batch_dir(key) / name).write_text("of the runs before")
-    runner = BatchRunner(narrowed, small, RunnerSettings.from_study(narrowed), StageLog(None),
+    runner = BatchRunner(narrowed, small, narrowed.runner, StageLog(None),
                          layout.batch_dir(small.key) / "runs.json")
     runner._invalidate_downstream()  # as the batch does before it replaces its first run directory
     for key in (*(b.key for b in holding), small.key):

@@ -16,14 +16,14 @@ from forgetting.foundation.errors import ConfigError, RunOutputError
 from forgetting.foundation.layout import RUN_JSON
 from forgetting.records import parse_trae, read_run_record
 from forgetting.run import mini, trae
-from forgetting.run.batch import model_section
+from forgetting.run.batch import served_model
 from forgetting.run.context import RunContext
 from forgetting.run.outcome import classify_mini
 from forgetting.run.rundir import OUTCOME_FILE, finalize, remove_stale, stale_dirs, temp_dir_for
 from forgetting.run.scripted_backend import scripted_command
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.workspace import Workspace
 from forgetting.study.plan import plan_runs
+from forgetting.study.runner import RunnerSettings
 from forgetting_testkit.runner import TASKS, runner_settings, study_at
 from forgetting_testkit.sif import write_sif
 from forgetting_testkit.trajectories import run_record
@@ -298,7 +298,7 @@ def test_runner_settings_from_a_study(tmp_path):
     study = study_at(tmp_path, agent={"turn_cap": 12, "command_timeout_s": 5,
                                       "trae": {"apptainer_image": "$HOME/trae.sif", "max_retries": 1}},
                      execution={"concurrency": 3, "run_timeout_s": 600, "scratch_dir": str(tmp_path / "s")})
-    s = RunnerSettings.from_study(study)
+    s = study.runner
     assert (s.turn_cap, s.command_timeout_s, s.concurrency, s.run_timeout_s) == (12, 5, 3, 600)
     assert s.scratch_dir == tmp_path / "s" and s.instances == TASKS and s.dataset_kind == "demo"
     assert s.trae.apptainer_image == Path(os.environ["HOME"]) / "trae.sif" and s.trae.max_retries == 1
@@ -315,13 +315,13 @@ def test_runner_settings_from_a_study(tmp_path):
 )
 def test_bad_agent_settings_are_one_line_errors(tmp_path, agent, message):
     with pytest.raises(ConfigError, match=message):
-        RunnerSettings.from_study(study_at(tmp_path, agent=agent))
+        study_at(tmp_path, agent=agent)  # checked when the study is loaded, not when a batch starts
 
 
 def test_the_scripted_model_server_gets_the_study_settings_and_the_demo_tasks(tmp_path):
     study = study_at(tmp_path, model={"backend": "scripted", "name": "s", "served_name": "stand-in",
                                       "scripted": {"wrong_first_rate": 1.0, "seed": 3}})
-    model = model_section(study, RunnerSettings.from_study(study))
+    model = served_model(study, study.runner)
     cmd = scripted_command(model, host="127.0.0.1", port=8001, seed=7)
     assert cmd[cmd.index("--tasks") + 1] == str(TASKS)
     assert cmd[cmd.index("--seed") + 1] == "3"

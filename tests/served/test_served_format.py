@@ -20,6 +20,7 @@ from forgetting.run.proxy import start_proxy
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import FAST, TOOLS, drive
+from forgetting_testkit.runner import filled_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
@@ -126,13 +127,14 @@ def test_the_proxy_logs_the_served_count_and_the_cost_stage_prices_it(model_dir,
 
 
 def test_auto_counting_follows_the_backend(model_dir, tmp_path):
-    assert counting_for({"backend": "scripted", "name": "s"}) == Counting("served")
-    assert counting_for({"backend": "endpoint", "name": "m"}) == Counting("approximation")
-    assert counting_for({"backend": "vllm", "name": str(model_dir), "tokenizer": "qwen2.5"}).method == "approximation"
-    served = counting_for({"backend": "vllm", "name": str(model_dir), "chat_template": str(TEMPLATE)})
+    assert counting_for(filled_model({"backend": "scripted", "name": "s"})) == Counting("served")
+    assert counting_for(filled_model({"backend": "endpoint", "name": "m"})) == Counting("approximation")
+    qwen = filled_model({"backend": "vllm", "name": str(model_dir), "tokenizer": "qwen2.5"})
+    assert counting_for(qwen).method == "approximation"
+    served = counting_for(filled_model({"backend": "vllm", "name": str(model_dir), "chat_template": str(TEMPLATE)}))
     assert served.method == "served" and served.served is not None
     assert served.served.files.template_source == TEMPLATE
-    ep = counting_for({"backend": "endpoint", "name": "m", "tokenizer_dir": str(model_dir)})
+    ep = counting_for(filled_model({"backend": "endpoint", "name": "m", "tokenizer_dir": str(model_dir)}))
     assert ep.served is not None and ep.served.files.template_source == model_dir / "tokenizer_config.json"
     with pytest.raises(ConfigError, match=r"model\.tokenizer_dir"):
-        counting_for({"backend": "vllm", "name": "org/not-here", "vllm": {"model_dir": str(tmp_path)}})
+        counting_for(filled_model({"backend": "vllm", "name": "org/not-here", "vllm": {"model_dir": str(tmp_path)}}))

@@ -14,11 +14,11 @@ from forgetting.grid import paper_configuration
 from forgetting.records.schemas import RUN_COSTS_SCHEMA, RUNS_SCHEMA
 from forgetting.report.stats.bootstrap import resample_indices
 from forgetting.report.stats.run import compute_statistics
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.build import StatsTables, cache_validation
 from forgetting.report.tables.notes import NoteContext
 from forgetting.report.tables.writers import to_markdown
 from forgetting.study.plan import run_id
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit import provider_cache
 from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, RUNS, runs_table, tool_calls_table
 

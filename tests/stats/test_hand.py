@@ -13,8 +13,8 @@ import pytest
 from forgetting.report.stats.comparisons import Bootstrap
 from forgetting.report.stats.metrics import StudyData
 from forgetting.report.stats.run import compute_statistics
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.study.plan import run_id
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit.hand_study import DELAYED, DISTANCES, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from forgetting.grid import paper_configuration
 from forgetting.report.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables import format as fmt
 from forgetting.report.tables.build import StatsTables, table1, table2
 from forgetting.report.tables.writers import latex_escape, to_csv, to_html, to_latex, to_markdown
+from forgetting.study.statistics import StatsSettings
 
 CONFS = ["delayed-turn-reasoning-25", "delayed-turn-reasoning-50", "delayed-turn-reasoning-75"]
 # per configuration: (flat ratio, CI, p, raw significant), (caching-aware ...)

@@ -11,11 +11,11 @@ import pytest
 
 from forgetting.records.schemas import RUN_COSTS_SCHEMA
 from forgetting.report.stats.run import compute_statistics
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables import format as fmt
 from forgetting.report.tables.build import BUILDERS, StatsTables
 from forgetting.report.tables.columns import Column, Estimate, Spec
 from forgetting.report.tables.writers import to_csv, to_latex, to_markdown
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit.hand_study import runs_table, tool_calls_table
 
 SETTINGS = StatsSettings.from_section({"resamples": 200, "seed": 1, "confidence": 0.9})

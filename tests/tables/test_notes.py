@@ -13,9 +13,9 @@ import yaml
 from forgetting.cost.pricing import load_profile
 from forgetting.report.collect import collect
 from forgetting.report.stats.run import compute_statistics
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.build import BUILDERS, StatsTables
 from forgetting.report.tables.notes import NoteContext, cache_rules
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit.checkout import ROOT
 from forgetting_testkit.hand_study import DELAYED, runs_table, tool_calls_table
 from forgetting_testkit.stats_study import make_study

@@ -10,9 +10,9 @@ import pytest
 
 from forgetting.records.schemas import RUN_COSTS_SCHEMA
 from forgetting.report.stats.run import compute_statistics
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.build import StatsTables, cost_breakdown, table1
 from forgetting.study.plan import run_id
+from forgetting.study.statistics import StatsSettings
 from forgetting_testkit.hand_study import DELAYED, IMMEDIATE, RUNS, runs_table, tool_calls_table
 
 TASKS = ["A", "B", "C", "D"]

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forgetting.demo.scripted import ScriptedModelServer
+from forgetting.demo.scripted.settings import ScriptedSettings
 from forgetting.prompt import chat_format
 from forgetting_testkit.fakes.provider import (
     BLOCK,
@@ -110,7 +111,7 @@ def _task_messages(n_turns: int) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def stand_in():
-    with ScriptedModelServer(TASKS).start() as server:
+    with ScriptedModelServer(TASKS, settings=ScriptedSettings.from_mapping()).start() as server:
         yield server
 
 

@@ -17,7 +17,7 @@ import yaml
 from forgetting.analyze.batch import analyze_batch
 from forgetting.cost import cost_run
 from forgetting.cost.pricing import load_profiles
-from forgetting.deletion import DeletionSettings, Reducer
+from forgetting.deletion import Reducer
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.layout import Layout
 from forgetting.prompt import chat_format
@@ -85,7 +85,7 @@ def test_call_log_holds_the_deletion_engines_prompts(small):
     prompts, token ids and deletion records its call log holds."""
     study = load_study(small / "study.yaml")
     layout = Layout(study.results_dir)
-    settings = DeletionSettings.from_config(study.section("deletion"))
+    settings = study.deletion
     checked = rewritten = 0
     for run in plan_runs(study):
         if run.agent != "mini" or run.deletion.is_baseline or checked == 4:

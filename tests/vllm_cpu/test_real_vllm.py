@@ -35,6 +35,10 @@ from forgetting.run.proxy import ProxySettings, start_proxy
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import TOOLS, observation, request
+from forgetting_testkit.runner import filled_model
+
+#: the schema's proxy settings
+PROXY_DEFAULTS = ProxySettings.from_parts()
 
 PYTHON = os.environ.get("FORGETTING_VLLM_CPU_PYTHON")
 MODEL_DIR = os.environ.get("FORGETTING_VLLM_CPU_MODEL")
@@ -48,7 +52,7 @@ TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
 TIMINGS = Path(os.environ.get("FORGETTING_VLLM_CPU_HOME", Path.home() / ".cache/forgetting/vllm-cpu")) / "timings.json"
 SERVED = "smollm2"
 #: a prefill on two busy cores takes seconds: the schema's waits, not the unit tests' short ones
-SETTINGS = ProxySettings.from_config({"timeout_s": 600})
+SETTINGS = ProxySettings.from_parts({"timeout_s": 600})
 
 
 def model_section() -> dict:
@@ -75,7 +79,7 @@ def real_vllm(tmp_path_factory):
     model = model_section()
     log = tmp_path_factory.mktemp("server") / "model_server.log"
     t0 = time.monotonic()
-    with serving(model, log_path=log) as server:
+    with serving(filled_model(model), log_path=log, proxy_settings=PROXY_DEFAULTS) as server:
         record_timing("startup_s", time.monotonic() - t0)
         yield server, model
 
@@ -124,7 +128,7 @@ def replay(url: str, history: list[dict], style: str, calls: int) -> None:
 def test_replayed_histories_agree_exactly_with_the_real_server(real_vllm, tmp_path, style, name):
     server, model = real_vllm
     d, seed, calls = paper_configuration(name), 3, 10
-    counting, info = counting_for(model), cache_info(server.base_url)
+    counting, info = counting_for(filled_model(model)), cache_info(server.base_url)
     assert info["kv_block_size"] == 128  # vLLM's CPU default, read from the server itself
     history = recorded_history(style, calls, f"{style} {name}")  # its own first block: no hit from other runs
     t0 = time.monotonic()
@@ -155,7 +159,7 @@ def test_hits_from_an_earlier_run_are_the_servers_and_not_the_runs(real_vllm, tm
     """The same history replayed again (a deletion run after its baseline, at temperature 0):
     the server hits on the first call what no call of this run explains."""
     server, model = real_vllm
-    counting, info = counting_for(model), cache_info(server.base_url)
+    counting, info = counting_for(filled_model(model)), cache_info(server.base_url)
     history = recorded_history("text", 3, "cross-run")
     for n in (1, 2):
         with start_proxy(server.base_url, paper_configuration("baseline"), 1, tmp_path / str(n), f"mini/b/t/{n}",

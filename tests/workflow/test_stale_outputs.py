@@ -33,7 +33,6 @@ import yaml
 from forgetting.foundation.layout import Layout
 from forgetting.foundation.stagelog import StageLog
 from forgetting.run.batch import BatchRunner
-from forgetting.run.settings import RunnerSettings
 from forgetting.study.config import study_from_mapping
 from forgetting.study.plan import plan_batches
 from forgetting_testkit.checkout import ROOT, cli_env
@@ -157,7 +156,7 @@ def test_a_batch_that_changes_a_run_leaves_no_study_output_and_the_plain_command
     loaded = study_from_mapping(study, source="config", root=ROOT)
     (batch,) = [b for b in plan_batches(loaded) if b.key == key]
     layout = Layout(loaded.results_dir)
-    runner = BatchRunner(loaded, batch, RunnerSettings.from_study(loaded), StageLog(None),
+    runner = BatchRunner(loaded, batch, loaded.runner, StageLog(None),
                          layout.batch_dir(key) / "runs.json")
     runner._invalidate_downstream()  # as the batch does before it replaces its first run directory
     study_level = [rel for rel, (rule, _) in every_output.items() if rule in AFTER]

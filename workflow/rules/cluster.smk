@@ -4,7 +4,7 @@
 # run_batch (model.backend vllm) and evaluate_batch (evaluation.backend apptainer), marked
 # ancient: a rebuilt or re-pulled image never reruns finished batches. The demo has none.
 
-CONTAINERS = ContainerSettings.from_study(PLAN.study)
+CONTAINERS = PLAN.study.cluster.containers
 SIF_DIR = instance_image_dir(PLAN.study)
 
 
@@ -129,7 +129,7 @@ rule preflight_gold:
         f"{RESULTS}/logs/preflight/gold-{{key}}.log",
     wildcard_constraints:
         key="[0-9a-f]{8}",
-    threads: int(PLAN.study.section("evaluation")["workers"])
+    threads: PLAN.study.evaluation.workers
     conda:
         "../../envs/evaluation.yaml"
     script:

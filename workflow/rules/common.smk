@@ -87,9 +87,7 @@ def stats_settings(stage):
     changed setting reruns the stage)."""
     import json
 
-    from forgetting.report.stats.settings import settings_of
-
-    settings = settings_of(PLAN.study)
+    settings = PLAN.study.statistics
     values = settings.computed_with() if stage == "stats" else settings.tables_with()
     return json.dumps(values, sort_keys=True)
 
@@ -99,7 +97,7 @@ def pricing_settings():
     string (a Snakemake param: a changed setting reruns the analysis and what follows)."""
     import json
 
-    return json.dumps(PLAN.study.section("pricing"), sort_keys=True)
+    return json.dumps(PLAN.study.as_config()["pricing"], sort_keys=True)
 
 
 def analyze_input(wildcards):
@@ -134,10 +132,10 @@ def run_batch_resources():
         return batch_runtime_min(PLAN.study, len(PLAN.batch(wildcards.agent, wildcards.configuration, wildcards.batch).runs))
 
     resources = {"runtime": runtime}
-    if PLAN.study.section("model")["backend"] == "vllm":
+    if PLAN.study.model.backend == "vllm":
         resources["gpu"] = 1
     if AGENTS_PARTITION == "cpu":  # route C: its runs in flight on the one server (endpoint_runs_problems)
-        resources["endpoint_runs"] = int(PLAN.study.section("execution")["concurrency"])
+        resources["endpoint_runs"] = int(PLAN.study.plan.concurrency)
     return resources
 
 
@@ -186,7 +184,7 @@ def cluster_placements():
     from forgetting.cluster.containers import runs_on_cluster_path
 
     used = [BATCH_RULE, "analyze_batch", "collect", "stats", "tables", "figures"]
-    if PLAN.study.section("evaluation")["backend"] == "apptainer":
+    if PLAN.study.evaluation.backend == "apptainer":
         used.append("evaluate_batch")
     images = {Path(p).stem for p in IMAGE_TARGETS}
     if images & set(GPU_IMAGES):
@@ -250,11 +248,10 @@ def stop_on_placement_problems(problems):
 def endpoint_runs_problems():
     """Route C: the runs in flight of all batch jobs together must fit the one server's KV
     cache (model.endpoint.runs_in_flight), through Snakemake's global resource endpoint_runs."""
-    endpoint = PLAN.study.section("model").get("endpoint") or {}
-    cap = endpoint.get("runs_in_flight")
+    cap = PLAN.study.model.endpoint_runs_in_flight
     if BATCH_RULE != "run_batch_endpoint" or cap is None:
         return []
-    concurrency = int(PLAN.study.section("execution")["concurrency"])
+    concurrency = int(PLAN.study.plan.concurrency)
     given = workflow.global_resources.get("endpoint_runs")
     given = getattr(given, "raw", given)
     if concurrency > cap:

@@ -11,7 +11,7 @@ rule evaluate_batch:
         manifest=f"{BATCH_DIR}/eval.json",
     log:
         f"{RESULTS}/logs/evaluate/{{agent}}/{{configuration}}/{{batch}}.log",
-    threads: int(PLAN.study.section("evaluation")["workers"])
+    threads: PLAN.study.evaluation.workers
     group:
         "post"
     conda:

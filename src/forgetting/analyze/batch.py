@@ -20,9 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from forgetting.behaviour import behaviour_options, label_run
+from forgetting.behaviour import label_run
 from forgetting.cost import cost_run
-from forgetting.cost.pricing import profiles_from_config
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.faults import checkpoint
 from forgetting.foundation.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, Layout
@@ -94,7 +93,7 @@ def _run_record(run_dir: Path, study: Study, run: Run) -> tuple[RunDir, RunRecor
     record = found.record
     assert record is not None
     # the one check of the synthetic marker: synthetic runs only in a study that says it is one
-    if record.synthetic and not study.section("study")["synthetic"]:
+    if record.synthetic and not study.plan.synthetic:
         raise MissingStageOutput(
             f"{run_dir / RUN_JSON}: a synthetic run (forgetting-synth) in a study without study.synthetic: true; "
             "synthetic runs are never analysed with real results"
@@ -116,8 +115,8 @@ def analyze_run(study: Study, run: Run, *, profiles: Sequence[Any], primary: str
         raise MissingStageOutput(str(exc)) from None
     try:
         _check_call_log(run_dir / CALLS, run.run_id, record.turns)
-        behaviour = label_run(found, **behaviour_options(study))
-        tolerance = float(study.section("pricing")["prompt_tolerance"])
+        behaviour = label_run(found, **study.analysis.label_options())
+        tolerance = float(study.pricing.prompt_tolerance)
         cost = cost_run(found, profiles, primary=primary, run_id=run.run_id, prompt_tolerance=tolerance)
     except UserError as exc:
         raise MissingStageOutput(str(exc)) from None
@@ -176,7 +175,7 @@ def analyze_batch(
     log: str | os.PathLike[str] | None = None,
 ) -> int:
     """Analyse every run of ``batch`` and write its tables; return the number of runs analysed."""
-    profiles, primary = profiles_from_config(study.section("pricing"), study.root)
+    profiles, primary = study.pricing.profiles, study.pricing.primary
     summaries: list[dict[str, Any]] = []
     timings: list[dict[str, Any]] = []
     calls: list[pa.Table] = []

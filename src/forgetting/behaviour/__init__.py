@@ -10,7 +10,6 @@ point: :func:`label_run`.
 from forgetting.behaviour.api import (
     SUMMARY_COLUMNS,
     BehaviourResult,
-    behaviour_options,
     label_run,
     label_trajectory,
 )
@@ -23,7 +22,6 @@ __all__ = [
     "BehaviourResult",
     "ToolCallEvent",
     "Trajectory",
-    "behaviour_options",
     "label_run",
     "label_trajectory",
     "load_deletions",

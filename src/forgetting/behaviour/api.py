@@ -193,16 +193,3 @@ def label_run(
     traj = load_trajectory(found.path, agent)
     deletions = load_deletions(call_log, allow_torn=allow_torn) if call_log else None
     return label_trajectory(traj, deletions=deletions, **options)
-
-
-def behaviour_options(study: Any) -> dict[str, Any]:
-    """Keyword arguments for :func:`label_run` from a study config (``analysis``, ``agent``)."""
-    analysis = study.section("analysis")
-    agent = study.section("agent")
-    rules = analysis.get("label_rules")  # optional: the packaged table
-    return {
-        "threshold": float(analysis["refetch_threshold"]),
-        "looping_window": int(analysis["looping_window"]),
-        "turn_cap": int(agent["turn_cap"]),
-        "rules": study.path(rules) if rules else None,
-    }

@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from forgetting.foundation import config_schema
 from forgetting.foundation.atomic import atomic_output, write_json
 from forgetting.foundation.errors import ConfigError, ResourceError
 from forgetting.foundation.seeds import text_hex
 from forgetting.study.config import PROJECT_ROOT, Study
+from forgetting.study.sections import ContainerSettings, expand_path
 
 #: definition files, ``containers/<name>.def``
 DEFINITIONS_DIR = PROJECT_ROOT / "containers"
@@ -55,63 +53,27 @@ AGENT_IMAGES = ("mini-swe-agent", "trae-agent")
 PULLED_DIR = ".pulled"
 
 
-def expand_path(value: str, key: str) -> str:
-    """``~`` and ``$VARIABLES`` expanded; a variable left unset is an error naming ``key``."""
-    out = os.path.expandvars(os.path.expanduser(str(value)))
-    unset = re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", out)
-    if unset:
-        raise ConfigError(f"{key}: {value!r} names ${unset[0]}, which is not set in the environment")
-    return out
-
-
-@dataclass(frozen=True)
-class ContainerSettings:
-    """The ``containers`` section, resolved (every default the schema's)."""
-
-    image_dir: str
-    executable: str
-    build_args: tuple[str, ...]
-    build_timeout_s: int
-    pull_chunk_size: int
-    on_login_node: bool
-
-    @classmethod
-    def from_study(cls, study: Study) -> ContainerSettings:
-        return cls.from_section(study.section("containers"))
-
-    @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None) -> ContainerSettings:
-        """From a ``containers`` section (or part of one: checked, its defaults filled)."""
-        s = config_schema.section("containers", section)
-        return cls(
-            image_dir=expand_path(s["image_dir"], "containers.image_dir"), executable=str(s["executable"]),
-            build_args=tuple(s["build_args"]), build_timeout_s=int(s["build_timeout_s"]),
-            pull_chunk_size=int(s["pull_chunk_size"]), on_login_node=bool(s["on_login_node"]),
-        )
-
-
 def instance_image_dir(study: Study) -> str:
     """``evaluation.image_dir`` as the workflow names it (relative paths stay relative)."""
-    return expand_path(study.section("evaluation")["image_dir"], "evaluation.image_dir")
+    return expand_path(study.evaluation.image_dir_value, "evaluation.image_dir")
 
 
 def uses_vllm(study: Study) -> bool:
-    return study.section("model")["backend"] == "vllm"
+    return study.model.backend == "vllm"
 
 
 def serves_vllm(study: Study) -> bool:
     """The study's jobs serve the model with vLLM on the GPU partition: in its batch jobs
     (``vllm``), or as route C's server job (``endpoint`` with ``address_file``: what
     ``forgetting serve`` publishes; an endpoint at a ``base_url`` runs elsewhere)."""
-    model = study.section("model")
-    route_c = model["backend"] == "endpoint" and bool(model["endpoint"].get("address_file"))
+    route_c = study.endpoint is not None and study.endpoint.address_file is not None
     return uses_vllm(study) or route_c
 
 
 def agents_partition(study: Study) -> str:
     """The partition the batch jobs (the agents and their sandboxes) run on: the GPU one beside
     their vLLM, the CPU one beside an endpoint (route C of docs/cluster.md)."""
-    return "cpu" if study.section("model")["backend"] == "endpoint" else "gpu"
+    return "cpu" if study.model.backend == "endpoint" else "gpu"
 
 
 def images_by_partition(study: Study) -> dict[str, tuple[str, ...]]:
@@ -123,7 +85,7 @@ def images_by_partition(study: Study) -> dict[str, tuple[str, ...]]:
 
 def server_images(study: Study) -> list[str]:
     """The SIF route C's server job (``forgetting serve``) reads: ``model.vllm.apptainer_image``."""
-    server = study.section("model")["vllm"].get("apptainer_image")  # optional: vllm on the host
+    server = study.model.server_image  # optional: vllm on the host
     if not server or uses_vllm(study) or not serves_vllm(study):
         return []
     return [expand_path(server, "model.vllm.apptainer_image")]
@@ -132,16 +94,16 @@ def server_images(study: Study) -> list[str]:
 def runs_on_cluster_path(study: Study) -> bool:
     """The batches run real agents against a real model: vLLM started by the batch, or an
     endpoint (route C: the model on the GPU partition, the batches on a CPU partition)."""
-    return study.section("model")["backend"] in ("vllm", "endpoint")
+    return study.model.backend in ("vllm", "endpoint")
 
 
 def runs_need_instance_images(study: Study) -> bool:
     """The agents work inside the SWE-bench instance images (cluster path, real tasks)."""
-    return runs_on_cluster_path(study) and study.section("dataset")["kind"] == "swebench"
+    return runs_on_cluster_path(study) and study.dataset.kind == "swebench"
 
 
 def evaluation_needs_instance_images(study: Study) -> bool:
-    return study.section("evaluation")["backend"] == "apptainer"
+    return study.evaluation.backend == "apptainer"
 
 
 def run_images(study: Study, agent: str) -> list[str]:
@@ -150,10 +112,10 @@ def run_images(study: Study, agent: str) -> list[str]:
     if not runs_on_cluster_path(study):
         return []
     out = []
-    server = study.section("model")["vllm"].get("apptainer_image")  # optional: vllm on the host
+    server = study.model.server_image  # optional: vllm on the host
     if server and uses_vllm(study):
         out.append(expand_path(server, "model.vllm.apptainer_image"))
-    agent_image = study.section("agent")[agent].get("apptainer_image")  # optional
+    agent_image = study.agent.images.get(agent)  # optional
     if agent_image:
         out.append(expand_path(agent_image, f"agent.{agent}.apptainer_image"))
     return out
@@ -173,7 +135,7 @@ def pull_chunks(study: Study) -> list[PullChunk]:
     A chunk's name carries a hash of its ids, so a narrowed study (``only_tasks``) never
     reuses the marker of a chunk of the full study that holds other tasks.
     """
-    size = ContainerSettings.from_study(study).pull_chunk_size
+    size = study.cluster.containers.pull_chunk_size
     ids = sorted(study.tasks)
     chunks = []
     for index, start in enumerate(range(0, len(ids), size)):
@@ -278,7 +240,7 @@ def build_image(definition: str | os.PathLike[str], target: str | os.PathLike[st
 
 def check_paths(study: Study) -> None:
     """Resolve every image path of ``study`` now, so an unset ``$VARIABLE`` stops it before any job."""
-    ContainerSettings.from_study(study)
+    study.cluster.containers.image_dir  # noqa: B018 (an unset variable raises here)
     instance_image_dir(study)
     for agent in study.agents:
         run_images(study, agent)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from forgetting.foundation.errors import UserError
-from forgetting.instances.images import ARCHITECTURES, InstanceImages, host_architecture
+from forgetting.instances.images import ARCHITECTURES, host_architecture
 from forgetting.study.config import Study
 
 #: the instance images' architecture each route runs
@@ -31,8 +31,7 @@ HOST_ARCH_ENV = "FORGETTING_HOST_ARCH"
 
 
 def route_of(study: Study) -> str | None:
-    route = study.section("cluster").get("route")
-    return str(route) if route else None
+    return study.cluster.route
 
 
 def host_arch() -> str:
@@ -53,14 +52,14 @@ def check_route(study: Study) -> None:
     route = route_of(study)
     if route is None:
         return
-    backend = study.section("model")["backend"]
+    backend = study.model.backend
     if route == "C" and backend != "endpoint":
         raise UserError(f"cluster.route: C serves the model from a job of its own: model.backend must be "
                         f"'endpoint' (config/route-c.yaml), not {backend!r}")
     if route in ("A", "B") and backend == "endpoint":
         raise UserError(f"cluster.route: {route} starts vLLM in each batch job: model.backend 'endpoint' is "
                         f"route C's")
-    configured = InstanceImages.from_section(study.section("evaluation").get("instance_images")).configured_architecture
+    configured = study.evaluation.images.configured_architecture
     if configured != IMAGE_ARCH[route]:
         raise UserError(
             f"evaluation.instance_images.architecture: route {route} runs {IMAGE_ARCH[route]} instance "

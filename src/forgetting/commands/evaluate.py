@@ -98,10 +98,25 @@ def _target(args: argparse.Namespace) -> tuple[str, str, Path, Path]:
     return run_id, task, run_dir / PATCH, run_dir
 
 
-def _redo_errored(study: Any, settings: Any) -> int:
+def with_overrides(study: Any, backend: str | None, timeout_s: int | None) -> Any:
+    """``study`` with the command line's ``--backend`` and ``--timeout`` in its evaluation settings
+    (checked against the schema like the section's own values)."""
+    import dataclasses
+
+    from forgetting.study.evaluation import EvalSettings
+
+    given = {k: v for k, v in {"backend": backend, "timeout_s": timeout_s}.items() if v is not None}
+    if not given:
+        return study
+    evaluation = EvalSettings.from_section({**study.as_config()["evaluation"], **given}, root=study.root,
+                                           scratch=study.plan.scratch_dir)
+    return dataclasses.replace(study, evaluation=evaluation)
+
+
+def _redo_errored(study: Any) -> int:
     from forgetting.evaluate.redo import redo_errored
 
-    report = redo_errored(study, settings=settings, say=print)
+    report = redo_errored(study, say=print)
     if not report.statuses:
         print("no evaluation errored: nothing to redo")
         return 0
@@ -117,17 +132,16 @@ def _redo_errored(study: Any, settings: Any) -> int:
 def run(args: argparse.Namespace) -> int:
     from forgetting.evaluate.backends import make_backend
     from forgetting.evaluate.evaluate import evaluate_patch, read_patch, read_patch_file
-    from forgetting.evaluate.settings import EvalSettings
     from forgetting.instances.load import load_instances
     from forgetting.study.config import load_study
 
     configs = args.config or ["config/config.yaml"]
     if args.errored and not (args.run_dir or args.patch or args.instance):
         study = noted(args, load_study(configs, parse_overrides(args.set)))
-        return _redo_errored(study, EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout))
+        return _redo_errored(with_overrides(study, args.backend, args.timeout))
     label, instance_id, patch_file, out = _target(args)
-    study = noted(args, load_study(configs, parse_overrides(args.set)))
-    settings = EvalSettings.from_study(study, backend=args.backend, timeout_s=args.timeout)
+    study = with_overrides(noted(args, load_study(configs, parse_overrides(args.set))), args.backend, args.timeout)
+    settings = study.evaluation
     backend = make_backend(settings, study)
     instance = load_instances(study, [instance_id])[instance_id]
     # a run's patch.diff: never a link followed out of the results tree

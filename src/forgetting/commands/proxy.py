@@ -53,16 +53,15 @@ def resolve_deletion(name: str, study: Any | None) -> Any:
             return study.configuration(name)
         except KeyError:
             pass
-    context = PolicyContext.from_config(study.raw, study.root) if study is not None else None
+    context = study.policy_context if study is not None else PolicyContext.from_parts()  # no --config: the schema's
     return parse_configuration_name(name, "--deletion", context)
 
 
 def agent_actions(agent: str, study: Any | None) -> Any:
     """The agent's action pattern, from the study's agent settings when a study is given."""
     from forgetting.agents import action_syntax
-    from forgetting.run.settings import RunnerSettings
 
-    files = RunnerSettings.mini_files_from_study(study) if study is not None else {}
+    files = study.runner.mini_config_files if study is not None else {}
     return action_syntax(agent, files.get(agent))
 
 
@@ -73,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
 
     study = noted(args, load_study(args.config)) if args.config else None
     deletion = resolve_deletion(args.deletion, study)
-    settings = ProxySettings.from_study(study) if study is not None else ProxySettings.from_config()
+    settings = study.proxy if study is not None else ProxySettings.from_parts()  # no --config: the schema's
     check_output_dir(args.log, "--log")
     actions = agent_actions(args.agent, study)
     access = None
     if args.api_key_env:
         from forgetting.run.proxy.upstream import Access
-        from forgetting.study.endpoint_settings import read_api_key
+        from forgetting.study.endpoint import read_api_key
 
         key = read_api_key(args.api_key_env, what="--api-key-env")
         access = Access(api_key=key, key_name=args.api_key_env)

@@ -46,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     from forgetting.demo.scripted import ScriptedModelServer, ScriptedSettings
     from forgetting.foundation import config_schema
     from forgetting.foundation.inputs import check_output_file
-    from forgetting.run.model_server import served_name_of
     from forgetting.study.config import PROJECT_ROOT, load_study
 
     settings = ScriptedSettings.from_mapping()
@@ -54,12 +53,11 @@ def run(args: argparse.Namespace) -> int:
     tasks = args.tasks
     if args.config:
         study = load_study(args.config)
-        model = study.section("model")
+        model = study.model.section
         settings = ScriptedSettings.from_mapping(model["scripted"], f"{args.config}: model.scripted")
-        served_name = served_name_of(model)
-        dataset = study.section("dataset")
-        if tasks is None and dataset["kind"] == "demo":
-            tasks = str(study.path(dataset["instances"]))
+        served_name = study.runner.served_name
+        if tasks is None and study.dataset.kind == "demo":
+            tasks = str(study.dataset.path)
     if args.settings is not None:
         try:
             raw = json.loads(args.settings)
@@ -72,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.replace(seed=args.seed)
     if args.port_file:
         check_output_file(args.port_file, "--port-file")
-    tasks = tasks or str(PROJECT_ROOT / config_schema.section("dataset", {"kind": "demo"})["instances"])
+    tasks = tasks or str(PROJECT_ROOT / config_schema.filled({"dataset": {"kind": "demo"}})["dataset"]["instances"])
     try:
         server = ScriptedModelServer(
             tasks,

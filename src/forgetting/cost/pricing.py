@@ -216,20 +216,24 @@ def load_profiles(directory: str | os.PathLike[str] | None, names: Sequence[str]
     return out
 
 
+def profile_names(section: Mapping[str, Any]) -> list[str]:
+    """The profiles a checked ``pricing`` section computes, in the cost stage's order:
+    ``pricing.profiles``, the primary first where the list leaves it out."""
+    names = [str(n) for n in section["profiles"]]
+    primary = str(section["primary"])
+    return names if primary in names else [primary, *names]
+
+
 def profiles_from_config(
     section: Mapping[str, Any], root: str | os.PathLike[str] | None = None
 ) -> tuple[list[PricingProfile], str]:
-    """The profiles and the primary name of a study config's ``pricing`` section, or part of
-    one (checked, its defaults filled; ``dir`` resolved against ``root``, default the project
-    root); the primary is computed even when ``profiles`` omits it."""
-    section = config_schema.section("pricing", section)
+    """The profiles and the primary name of a study config's checked ``pricing`` section
+    (``dir`` resolved against ``root``, default the project root); the primary is computed even
+    when ``profiles`` omits it. A loaded study holds them: ``study.pricing``."""
     directory = Path(section["dir"])
     if not directory.is_absolute():
         directory = (Path(root) if root is not None else PROJECT_ROOT) / directory
-    primary = str(section["primary"])
-    names = [str(n) for n in section["profiles"]]
-    if primary not in names:
-        names.insert(0, primary)
+    primary, names = str(section["primary"]), profile_names(section)
     if not directory.is_dir():
         raise ConfigError(f"pricing.dir: {directory} is not a directory of price sheets")
     return load_profiles(directory, names), primary

@@ -3,12 +3,12 @@
 Public API::
 
     reduce_history(messages, deletion, seed, *, actions, placeholders=None, token_draw=None) -> Reduction
-    Reducer(deletion, seed, *, actions, settings=None).reduce(messages) -> Reduction   # memoized, one per run
+    Reducer(deletion, seed, *, actions, settings).reduce(messages) -> Reduction   # memoized, one per run
 
 ``actions`` is the run's agent's :class:`~forgetting.prompt.messages.ActionSyntax` (what counts as an
 action in its reply text, never deleted; :func:`forgetting.agents.action_syntax`), or
 None for an agent that acts by tool calls.
-    DeletionSettings.from_config(study.section("deletion"))
+    study.deletion   # a loaded study's DeletionSettings (a part of a section: DeletionSettings.from_section)
 
 Modules: :mod:`~forgetting.deletion.parts` (what a part's text is, in both message
 styles), :mod:`~forgetting.deletion.draws` (keyed draws), :mod:`~forgetting.deletion.tokens`

@@ -41,7 +41,7 @@ class BatchedDeletion(random_policy.RandomDeletion):
         return out
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext) -> Deletion:
         random_policy.check_keys(entry, (*random_policy.RANDOM_KEYS, "every"), key, cls.name)
         every = random_policy.integer(entry, "every", key, 2)
         d = Deletion(name="", policy=cls.name, **random_policy.random_fields(entry, key), params={"every": every})

@@ -80,17 +80,17 @@ class Reducer:
         seed: int,
         *,
         actions: ActionSyntax | None,
-        settings: DeletionSettings | None = None,
+        settings: DeletionSettings,
         policy: Policy | None = None,
     ) -> None:
         """``actions``: how the run's agent writes actions into its reply text — the agent's
         own pattern (:func:`forgetting.agents.action_syntax`); None for an agent whose
         actions are tool calls. Text it matches is never deleted; any other text is reasoning.
-        ``settings``: the study's ``deletion`` section (None: the schema's defaults)."""
+        ``settings``: the study's ``deletion`` section (``study.deletion``)."""
         self.deletion = deletion
         self.seed = int(seed)
         self.actions = actions
-        self.settings = settings or DeletionSettings.from_config(None)
+        self.settings = settings
         self.policy = policy or make_policy(deletion, self.settings)
         self._done: dict[tuple[int, str, Rewrite], _Done] = {}
         self._counts: dict[str, int] = {}
@@ -229,5 +229,5 @@ def reduce_history(
     ``actions`` as for :class:`Reducer`; ``placeholders`` and ``token_draw`` are the
     ``deletion`` section's keys (left out: the schema's defaults)."""
     given = {"placeholders": placeholders, "token_draw": token_draw}
-    settings = DeletionSettings.from_config({k: v for k, v in given.items() if v is not None})
+    settings = DeletionSettings.from_section({k: v for k, v in given.items() if v is not None})
     return Reducer(deletion, seed, actions=actions, settings=settings).reduce(messages)

@@ -212,8 +212,7 @@ class CacheAwareGate(random_policy.RandomDeletion):
         return sorted(steps[-1][0]) if steps else []
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
-        context = context or PolicyContext.from_config()
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext) -> Deletion:
         random_policy.check_keys(entry, (*random_policy.RANDOM_KEYS, "horizon", "pricing"), key, cls.name)
         horizon = random_policy.integer(entry, "horizon", key, 1) if entry.get("horizon") is not None else None
         pricing = str(entry.get("pricing") or context.pricing_primary)

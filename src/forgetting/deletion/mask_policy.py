@@ -37,7 +37,7 @@ class ObservationMasking(Policy):
         ]
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext) -> Deletion:
         check_keys(entry, _KEYS, key, cls.name)
         keep = integer(entry, "keep_last", key, 0)
         placeholder = entry.get("placeholder", DEFAULT_MASK_PLACEHOLDER)

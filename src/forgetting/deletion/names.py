@@ -120,12 +120,6 @@ def policies() -> dict[str, type[Policy]]:
     return registered()
 
 
-def _context(context: PolicyContext | None) -> PolicyContext:
-    from forgetting.deletion.policy import PolicyContext
-
-    return context if context is not None else PolicyContext.from_config()
-
-
 # ------------------------------------------------------------------ name → configuration
 
 
@@ -145,17 +139,17 @@ def name_schemes() -> dict[str, str]:
     return {n: cls.name_scheme for n, cls in sorted(policies().items()) if cls.configurable}
 
 
-def policy_from_name(name: str, key: str, context: PolicyContext | None = None) -> Deletion:
+def policy_from_name(name: str, key: str, context: PolicyContext) -> Deletion:
     """The configuration a name of any policy's scheme stands for (defaults for what a name
     does not write, e.g. a gate's pricing profile)."""
     entry = name_entry(name, key)
     if entry is None:
         schemes = "; ".join(f"{p}: {s}" for p, s in name_schemes().items())
         raise ConfigError(f"{key}: {name!r} is not a configuration name ({schemes})")
-    return policies()[entry["policy"]].configure({**entry, "name": name}, key, _context(context))
+    return policies()[entry["policy"]].configure({**entry, "name": name}, key, context)
 
 
-def parse_configuration_name(name: str, key: str, context: PolicyContext | None = None) -> Deletion:
+def parse_configuration_name(name: str, key: str, context: PolicyContext) -> Deletion:
     """Resolve one of the paper's configuration names, or a name of another policy's scheme
     (``keep8-turn-tool_output-100``, ``batch4-delayed-turn-tool_output-100``, ``mask10``, …;
     config/README.md), or fail naming what is wrong."""

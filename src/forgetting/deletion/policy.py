@@ -51,16 +51,26 @@ class PolicyContext:
     pricing_primary: str
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any] | None = None, root: Path | None = None) -> PolicyContext:
-        """From a (validated, or partial) study config; a relative ``pricing.dir`` against
-        ``root`` (default: the project root). None: the schema's defaults."""
-        filled = config_schema.filled(cfg or {})
-        agent = config_schema.section("agent", filled["agent"])
-        pricing = config_schema.section("pricing", filled["pricing"])
+    def from_filled(cls, cfg: Mapping[str, Any], root: Path) -> PolicyContext:
+        """From a checked study config (``agent`` and ``pricing`` filled); a relative
+        ``pricing.dir`` against ``root`` (the study's root). A loaded study holds its own
+        (``study.policy_context``)."""
+        pricing = cfg["pricing"]
         directory = Path(pricing["dir"])
         if not directory.is_absolute():
-            directory = (root or config_schema.PROJECT_ROOT) / directory
-        return cls(turn_cap=int(agent["turn_cap"]), pricing_dir=directory, pricing_primary=str(pricing["primary"]))
+            directory = root / directory
+        return cls(turn_cap=int(cfg["agent"]["turn_cap"]), pricing_dir=directory,
+                   pricing_primary=str(pricing["primary"]))
+
+    @classmethod
+    def from_parts(
+        cls, cfg: Mapping[str, Any] | None = None, root: Path = config_schema.PROJECT_ROOT
+    ) -> PolicyContext:
+        """From part of a study config handed in apart from a study (a test's, a command line's
+        without ``--config``): its ``agent`` and ``pricing`` checked, every default the schema's."""
+        part = cfg or {}
+        checked = {key: config_schema.section(key, part.get(key)) for key in ("agent", "pricing")}
+        return cls.from_filled(checked, root)
 
 
 def whole_tool_outputs(policy: str, keep_last: int, amount: float | None, **params: Any) -> Deletion:
@@ -197,7 +207,7 @@ class Policy:
         raise PolicyError(f"policy {self.name!r} does not implement decide()")
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext) -> Deletion:
         """A :class:`Deletion` from one ``configurations.policies`` entry (ConfigError if bad).
         Its ``name`` is the entry's, or :meth:`canonical_name` when the entry gives none."""
         raise ConfigError(f"{key}: policy {cls.name!r} cannot be configured")

@@ -157,7 +157,7 @@ class RandomDeletion(Policy):
         return out
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext) -> Deletion:
         check_keys(entry, RANDOM_KEYS, key, cls.name)
         d = Deletion(name="", policy=cls.name, **random_fields(entry, key))
         return cls.named(d, entry)

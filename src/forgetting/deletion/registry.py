@@ -47,10 +47,10 @@ def configurable_policies() -> list[str]:
     return sorted(n for n, cls in policies().items() if cls.configurable)
 
 
-def make_policy(deletion: Deletion, settings: DeletionSettings | None = None) -> Policy:
+def make_policy(deletion: Deletion, settings: DeletionSettings) -> Policy:
     if deletion.policy not in POLICIES:
         raise ConfigError(
             f"configuration {deletion.name!r}: unknown policy {deletion.policy!r}; "
             f"known policies: {', '.join(sorted(POLICIES))}"
         )
-    return policy_class(deletion.policy)(deletion, settings or DeletionSettings.from_config(None))
+    return policy_class(deletion.policy)(deletion, settings)

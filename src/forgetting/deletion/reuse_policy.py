@@ -98,7 +98,7 @@ class ReuseAware(Policy):
         return [Rewrite(t, "tool_output", "turn") for t in sorted(self.stale(view))]
 
     @classmethod
-    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext | None = None) -> Deletion:
+    def configure(cls, entry: Mapping[str, Any], key: str, context: PolicyContext) -> Deletion:
         check_keys(entry, _KEYS, key, cls.name)
         stale_after = integer(entry, "stale_after", key, 1)
         keep = keep_last_of(entry, key)

@@ -2,15 +2,15 @@
 (config section ``deletion``): the placeholder texts and how token-level draws are made.
 
 Their defaults are the schema's (``deletion`` in workflow/schemas/config.schema.yaml):
-:meth:`DeletionSettings.from_config` fills what a section leaves out, so
-``DeletionSettings.from_config(None)`` is the settings of a study that gives none.
+:meth:`DeletionSettings.from_section` fills what a section leaves out (a loaded study holds its
+own, ``study.deletion``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from forgetting.deletion.tokens import TOKEN_DRAWS
 from forgetting.foundation import config_schema
@@ -22,7 +22,8 @@ PLACEHOLDER_PARTS: tuple[str, ...] = tuple(DEFAULT_PLACEHOLDERS)
 
 
 @dataclass(frozen=True)
-class DeletionSettings:
+class DeletionSettings(config_schema.Section):
+    PATH: ClassVar[str] = "deletion"
     placeholders: Mapping[str, str]
     token_draw: str
 
@@ -38,11 +39,9 @@ class DeletionSettings:
         object.__setattr__(self, "placeholders", dict(self.placeholders))
 
     @classmethod
-    def from_config(cls, section: Mapping[str, Any] | None = None, *, source: str | None = None) -> DeletionSettings:
-        """From a study's ``deletion`` section (``study.section("deletion")``), or part of one
-        (checked against the schema, its defaults filled)."""
-        s = config_schema.section("deletion", section, source=source)
-        return cls(placeholders=dict(s["placeholders"]), token_draw=str(s["token_draw"]))
+    def from_filled(cls, values: Mapping[str, Any], **context: Any) -> DeletionSettings:
+        """From a checked ``deletion`` section."""
+        return cls(placeholders=dict(values["placeholders"]), token_draw=str(values["token_draw"]))
 
     def as_dict(self) -> dict[str, Any]:
         return {"placeholders": dict(sorted(self.placeholders.items())), "token_draw": self.token_draw}

@@ -8,7 +8,7 @@ checks the endpoint once before its runs (:mod:`.health`) and while they go on, 
 each run's deletion proxy the key and the limits the batch's runs share
 (:mod:`forgetting.run.proxy.upstream`, :mod:`forgetting.run.proxy.shared_limits`).
 
-* :mod:`forgetting.study.endpoint_settings` — ``model.endpoint`` checked and resolved
+* :mod:`forgetting.study.endpoint` — ``model.endpoint`` checked and resolved
   (:class:`EndpointSettings`; below the config, which checks it when a study is loaded);
 * :mod:`.address` — the address file a server job publishes and batch jobs wait for;
 * :mod:`.health` — ``GET /v1/models``: reachable, the key accepted, the model listed;

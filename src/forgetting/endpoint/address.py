@@ -23,7 +23,7 @@ from pathlib import Path
 
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import ConfigError, UserError
-from forgetting.study.endpoint_settings import check_base_url
+from forgetting.study.endpoint import check_base_url
 
 
 class AddressError(UserError):

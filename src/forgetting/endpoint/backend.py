@@ -32,10 +32,10 @@ from forgetting.endpoint.address import ServerAddress, read_address, wait_for_ad
 from forgetting.endpoint.health import EndpointError, ModelEntry, check_endpoint
 from forgetting.foundation.errors import UserError
 from forgetting.run.model_server import served_name_of
-from forgetting.run.proxy.settings import ProxySettings
 from forgetting.run.proxy.shared_limits import SharedLimits
 from forgetting.run.proxy.upstream import Access, Upstream
-from forgetting.study.endpoint_settings import EndpointSettings
+from forgetting.study.endpoint import EndpointSettings
+from forgetting.study.proxy import ProxySettings
 
 #: the health check's own request timeout (a model list comes back in well under a second)
 HEALTH_TIMEOUT_S = 30.0
@@ -50,11 +50,13 @@ class EndpointBackend:
 
     @contextlib.contextmanager
     def serving(self, model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None,
-                scratch: Path | None = None, proxy_settings: Any = None, say: Any = None) -> Iterator[ServedEndpoint]:
-        """Find the endpoint, check it, yield it; a failed check raises (one line)."""
+                scratch: Path | None = None, proxy_settings: ProxySettings,
+                say: Any = None) -> Iterator[ServedEndpoint]:
+        """Find the endpoint, check it, yield it; a failed check raises (one line). ``model``: a
+        loaded study's model section (:meth:`forgetting.study.sections.ModelSettings.as_dict`)."""
         t0 = time.monotonic()
-        settings = EndpointSettings.from_model(model)
-        policy = proxy_settings or ProxySettings.from_config()
+        settings = EndpointSettings.from_filled(model["endpoint"])
+        policy = proxy_settings
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "a", encoding="utf-8") as log:
             key = _logged(log, settings.api_key)

@@ -38,7 +38,7 @@ from forgetting.foundation.errors import ConfigError, UserError
 from forgetting.foundation.inputs import check_output_file
 from forgetting.run.model_server import process_backend_of, served_name_of, server_for
 from forgetting.study.config import Study
-from forgetting.study.endpoint_settings import EndpointSettings
+from forgetting.study.endpoint import EndpointSettings
 
 #: what ``forgetting serve --backend`` can start
 SERVABLE = ("vllm", "scripted")
@@ -89,11 +89,10 @@ def server_model(study: Study, backend: str) -> dict[str, Any]:
     """The study's model section as a ``backend`` server starts from it."""
     if backend not in SERVABLE:
         raise ConfigError(f"--backend {backend!r}: forgetting serve starts {' or '.join(SERVABLE)}")
-    model = dict(study.section("model"))
+    model = study.model.as_dict()
     model["backend"] = backend
     if backend == "scripted":
-        dataset = study.section("dataset")
-        model["scripted"] = {**model["scripted"], "tasks": str(study.path(dataset["instances"]))}
+        model["scripted"] = {**model["scripted"], "tasks": str(study.dataset.path)}
     return model
 
 
@@ -118,7 +117,10 @@ def serve(
 ) -> int:
     """Serve the study's model until stopped (see the module docstring); return 0, or the
     server's exit status when it died."""
-    settings = EndpointSettings.from_model(study.section("model"), study.root)
+    settings = study.endpoint
+    if settings is None:
+        raise ConfigError("model.backend: forgetting serve publishes an endpoint's address: model.backend must be "
+                          "'endpoint' (config/route-c.yaml)")
     if settings.address_file is None:
         raise ConfigError("model.endpoint.address_file: not set; forgetting serve publishes its address there "
                           "(and the batches read it from there)")

@@ -25,13 +25,13 @@ from forgetting.evaluate.execute import run_logged
 from forgetting.evaluate.grading import require_harness_fields, spec_for, verdict_from_log
 from forgetting.evaluate.layer import writable_layer
 from forgetting.evaluate.scripts import apply_and_eval_script
-from forgetting.evaluate.settings import ApptainerSettings, EvalSettings
 from forgetting.foundation.atomic import atomic_output
 from forgetting.foundation.errors import ResourceError, UserError
 from forgetting.foundation.sif import read_sif
 from forgetting.instances.images import InstanceImages, sif_path
 from forgetting.instances.load import load_instances
 from forgetting.study.config import Study
+from forgetting.study.evaluation import ApptainerSettings
 
 #: where the run's evaluation directory (patch, scripts, log) appears inside the container
 MOUNT = "/forgetting"
@@ -137,7 +137,7 @@ def pull_images(
     study: Study, ids: Iterable[str] | None = None, *, progress: Callable[[str], None] | None = None
 ) -> list[Path]:
     """Pull the SIF image of every task of ``study`` (or of ``ids``) not pulled yet."""
-    settings = EvalSettings.from_study(study)
+    settings = study.evaluation
     require_executable(settings.apptainer)
     paths = []
     for instance_id, row in load_instances(study, ids).items():

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Protocol, Self
 
 from forgetting.evaluate.grading import Grade
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.errors import ConfigError
 from forgetting.study.config import Study
+from forgetting.study.evaluation import EvalSettings
 
 #: ``evaluation.backend`` → ``module:Class``, imported on first use (docker and apptainer
 #: import swebench's harness)

@@ -12,7 +12,6 @@ from typing import Any
 
 from forgetting.evaluate.backends import make_backend
 from forgetting.evaluate.evaluate import evaluate_patch, read_patch, swebench_version
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import RunOutputError
 from forgetting.foundation.faults import checkpoint
@@ -85,7 +84,6 @@ def evaluate_batch(
     *,
     manifest: str | os.PathLike[str],
     log: str | os.PathLike[str] | None = None,
-    settings: EvalSettings | None = None,
     only: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Evaluate the runs of ``batch`` and write the batch manifest (atomically).
@@ -97,9 +95,10 @@ def evaluate_batch(
 
     ``only`` (run ids) limits the evaluation to those runs: every other run of the batch keeps
     its ``eval.json`` untouched and enters the manifest as it stands (``forgetting evaluate
-    --errored`` redoes the evaluation errors this way).
+    --errored`` redoes the evaluation errors this way). The evaluation's settings are the
+    study's (``study.evaluation``; a command line's own: a study with those, ``dataclasses.replace``).
     """
-    settings = settings or EvalSettings.from_study(study)
+    settings = study.evaluation
     layout = Layout(study.results_dir)
     say = BatchLog(log)
     entries: dict[str, dict[str, Any]] = {}

@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from forgetting.evaluate.settings import ApptainerSettings
 from forgetting.foundation.errors import ResourceError
+from forgetting.study.evaluation import ApptainerSettings
 
 #: how long ``apptainer overlay create`` may take (mkfs.ext3 of a sparse file: seconds)
 CREATE_TIMEOUT_S = 600

@@ -27,10 +27,10 @@ from forgetting.evaluate.backends import Outcome
 from forgetting.evaluate.execute import run_logged
 from forgetting.evaluate.grading import spec_for, verdict_from_log
 from forgetting.evaluate.scripts import PatchedTestFiles, apply_and_eval_script, demo_eval_script_lines
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.errors import ConfigError, UserError
 from forgetting.instances.load import instances_path
 from forgetting.study.config import Study
+from forgetting.study.evaluation import EvalSettings
 
 #: makes ``dest`` a git repository whose HEAD is the instance's base commit
 Checkout = Callable[[Mapping[str, Any], Path], None]
@@ -71,7 +71,7 @@ class LocalBackend:
 
     @classmethod
     def for_study(cls, settings: EvalSettings, study: Study) -> LocalBackend:
-        kind = study.raw["dataset"]["kind"]
+        kind = study.dataset.kind
         if kind != "demo":
             raise ConfigError(
                 f"{study.source}: evaluation.backend: 'local' evaluates the demo tasks only "

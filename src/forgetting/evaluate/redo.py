@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from forgetting.evaluate.batch import evaluate_batch
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.layout import EVAL_JSON, Layout
 from forgetting.records.eval_report import is_eval_error, read_report
 from forgetting.study.config import Study
@@ -57,7 +56,7 @@ def errored_runs(study: Study, batches: Sequence[Batch] | None = None) -> dict[s
 
 
 def redo_errored(
-    study: Study, *, settings: EvalSettings | None = None, say: Callable[[str], None] = lambda _: None
+    study: Study, *, say: Callable[[str], None] = lambda _: None
 ) -> RedoReport:
     """Evaluate again every run whose evaluation errored; see the module docstring."""
     layout = Layout(study.results_dir)
@@ -71,7 +70,6 @@ def redo_errored(
             batches[key],
             manifest=layout.batch_dir(key) / MANIFEST,
             log=layout.results / "logs" / "evaluate" / f"{key}.log",
-            settings=settings,
             only=set(run_ids),
         )
         report.batches.append(key)

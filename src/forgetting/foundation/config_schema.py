@@ -20,9 +20,10 @@ import collections
 import copy
 import functools
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import jsonschema
 import yaml
@@ -154,6 +155,34 @@ def section(path: str, values: Mapping[str, Any] | None = None, *, source: str |
     return fill_defaults(data, schema)
 
 
+def config_path(value: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> Path:
+    """A path from the config: ``~`` and ``$VARS`` expanded, a relative one against ``root``
+    (a study's root; None: as given)."""
+    path = Path(os.path.expandvars(os.path.expanduser(str(value))))
+    return path if root is None or path.is_absolute() else Path(root) / path
+
+
 def defaults(path: str) -> dict[str, Any]:
     """The defaults of a section: what it holds when a config leaves it out."""
     return section(path)
+
+
+class Section:
+    """A typed config section. ``from_filled`` builds it from a section that is already checked
+    and filled (what a loaded study holds: :mod:`forgetting.study.sections` builds every one once,
+    when the study is loaded); :meth:`from_section` checks a part of one first — the one check of a
+    section handed in apart from a study (a test, a command line's own values)."""
+
+    #: the section's path in the config (``"execution.proxy"``)
+    PATH: ClassVar[str]
+
+    @classmethod
+    def from_filled(cls, values: Mapping[str, Any], **context: Any) -> Self:
+        raise NotImplementedError
+
+    @classmethod
+    def from_section(cls, values: Mapping[str, Any] | None = None, *, source: str | None = None,
+                     **context: Any) -> Self:
+        """From ``values`` (part of the section or None: checked against the schema, a bad value
+        one line naming ``PATH.key``; its defaults filled); ``context``: what ``from_filled`` takes."""
+        return cls.from_filled(section(cls.PATH, values, source=source), **context)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from forgetting.instances.record import Instance, missing_harness_fields, parse_
 DEFAULT_DATASET = "SWE-bench/SWE-bench_Verified"
 DEFAULT_SPLIT = "test"
 #: where ``forgetting dataset fetch`` writes: ``dataset.instances``' default for ``swebench``
-DEFAULT_OUT: str = config_schema.section("dataset", {"kind": "swebench"})["instances"]
+DEFAULT_OUT: str = config_schema.filled({"dataset": {"kind": "swebench"}})["dataset"]["instances"]
 #: a file with one of these suffixes is read as Parquet, any other as JSONL
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
@@ -61,6 +62,29 @@ def dataset_source(value: str, *, root: Path, split: str = DEFAULT_SPLIT) -> Dat
         return HubDataset(name, split)
     path = Path(value)
     return path if path.is_absolute() else root / path
+
+
+@dataclass(frozen=True)
+class DatasetSettings:
+    """The ``dataset`` section of a loaded study: the kind, where its rows are, the split."""
+
+    kind: str
+    #: ``dataset.instances`` as given (its default by ``kind`` is the schema's)
+    instances: str
+    split: str
+    #: ``instances`` as a path against the study's root (the demo's tasks directory, a file)
+    path: Path
+
+    @classmethod
+    def from_filled(cls, values: Mapping[str, Any], *, root: Path) -> DatasetSettings:
+        instances = str(values["instances"])
+        path = Path(instances)
+        return cls(kind=str(values["kind"]), instances=instances, split=str(values["split"]),
+                   path=path if path.is_absolute() else root / path)
+
+    def source(self, root: Path) -> DatasetSource:
+        """Where the rows come from: a file, or ``hf:NAME`` (split ``split``)."""
+        return dataset_source(self.instances, root=root, split=self.split)
 
 
 def _parquet_rows(path: Path) -> list[tuple[str, Any]]:

@@ -24,7 +24,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from forgetting.foundation import config_schema
 from forgetting.foundation.errors import ConfigError
@@ -75,17 +75,19 @@ def check_template(template: str) -> None:
 
 
 @dataclass(frozen=True)
-class InstanceImages:
+class InstanceImages(config_schema.Section):
     """The ``evaluation.instance_images`` section, resolved (the architecture: the host's unless set)."""
 
     namespace: str
     name_template: str
     #: ``architecture`` as configured; None: the host's, resolved where it is used
     configured_architecture: str | None = None
+    PATH: ClassVar[str] = "evaluation.instance_images"
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None) -> InstanceImages:
-        s = config_schema.section("evaluation.instance_images", section)
+    def from_filled(cls, values: Mapping[str, Any], **context: Any) -> InstanceImages:
+        """From a checked ``evaluation.instance_images`` (its name template checked here)."""
+        s = values
         check_template(str(s["name_template"]))
         arch = s.get("architecture")  # optional: the host's
         return cls(namespace=str(s["namespace"]), name_template=str(s["name_template"]),

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from forgetting.demo.tasks import checkout, load_instance
 from forgetting.foundation.errors import ResourceError
-from forgetting.instances.dataset_file import DatasetSource, dataset_source, read_instances
+from forgetting.instances.dataset_file import DatasetSettings, DatasetSource, read_instances
 from forgetting.instances.record import (
     CLASSIC,
     DEMO,
@@ -41,18 +41,18 @@ class Study(Protocol):
     @property
     def raw(self) -> Mapping[str, Any]: ...
     def path(self, value: str | os.PathLike[str]) -> Path: ...
-    def section(self, key: str) -> Mapping[str, Any]: ...
+    @property
+    def dataset(self) -> DatasetSettings: ...
 
 
 def instances_path(study: Study) -> Path:
     """``dataset.instances`` as a path (its default by ``dataset.kind`` is the schema's)."""
-    return study.path(study.section("dataset")["instances"])
+    return study.dataset.path
 
 
 def instances_source(study: Study) -> DatasetSource:
     """``dataset.instances``: a file, or ``hf:NAME`` (split ``dataset.split``)."""
-    dataset = study.section("dataset")
-    return dataset_source(str(dataset["instances"]), root=study.root, split=str(dataset["split"]))
+    return study.dataset.source(study.root)
 
 
 def demo_instance(tasks_dir: Path, instance_id: str) -> Instance:
@@ -82,7 +82,7 @@ def load_instances(study: Study, ids: Iterable[str] | None = None) -> dict[str, 
     A missing file or id is a one-line :class:`ResourceError` naming the file and the id.
     """
     wanted = list(dict.fromkeys(study.tasks if ids is None else ids))
-    if study.raw["dataset"]["kind"] == "demo":
+    if study.dataset.kind == "demo":
         path = instances_path(study)
         return {i: demo_instance(path, i) for i in wanted}
     source = instances_source(study)
@@ -102,7 +102,7 @@ def load_available(study: Study, ids: Iterable[str]) -> tuple[dict[str, Instance
     wanted = list(dict.fromkeys(ids))
     rows: dict[str, Instance] = {}
     missing: dict[str, str] = {}
-    if study.raw["dataset"]["kind"] == "demo":
+    if study.dataset.kind == "demo":
         path = instances_path(study)
         for i in wanted:
             try:
@@ -145,7 +145,7 @@ class TaskListCheck:
 def check_task_list(study: Study) -> TaskListCheck | None:
     """Every task of the study is a row of ``dataset.instances`` and has what the task list
     check needs; None when the study's rows are not here yet (a SWE-bench file not fetched)."""
-    if study.raw["dataset"]["kind"] == "demo":
+    if study.dataset.kind == "demo":
         return None
     source = instances_source(study)
     if isinstance(source, Path) and not source.exists():

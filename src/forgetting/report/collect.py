@@ -46,7 +46,6 @@ from forgetting.foundation.layout import Layout
 from forgetting.foundation.stagelog import StageLog
 from forgetting.records.eval_report import is_eval_error
 from forgetting.records.schemas import DATASETS, RUNS_SCHEMA, checked_dataset, read_dataset, write_table
-from forgetting.report.stats.settings import settings_of
 from forgetting.study.config import Study
 from forgetting.study.plan import Batch, Run, plan_batches, plan_runs
 
@@ -224,7 +223,7 @@ def collect(
     echo: bool = False,
 ) -> CollectReport:
     """Collect every batch of ``study`` into its datasets; see the module docstring."""
-    settings = settings_of(study)
+    settings = study.statistics
     paths = output_paths(study, outputs)
     layout = Layout(study.results_dir)
     runs = plan_runs(study)

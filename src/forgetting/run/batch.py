@@ -46,15 +46,13 @@ from forgetting.run.execute import child_main
 from forgetting.run.mini import preload as preload_mini
 from forgetting.run.model_server import cache_info, serving, with_loopback_no_proxy
 from forgetting.run.outcome import AgentOutcome
-from forgetting.run.proxy import ProxySettings
 from forgetting.run.rundir import OUTCOME_FILE, finalize, remove_stale, temp_dir_for
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.trae import check_ready
 from forgetting.run.versions import agent_version, model_version, pipeline_version
 from forgetting.run.workspace import check_task_rows
 from forgetting.study.config import Study, study_from_mapping
-from forgetting.study.endpoint_settings import EndpointSettings
 from forgetting.study.plan import Batch, Run, plan_batches
+from forgetting.study.runner import RunnerSettings
 
 #: how often the batch looks at its runs and its model server
 POLL_S = 0.05
@@ -89,12 +87,12 @@ class BatchReport:
     skipped: int = 0
 
 
-def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
+def served_model(study: Study, settings: RunnerSettings) -> dict[str, Any]:
     """The model section the batch's server is started from: vLLM schedules at most the
     batch's ``execution.concurrency`` sequences unless ``model.vllm.max_num_seqs`` says otherwise;
     the scripted stand-in learns where the demo tasks are; an endpoint's address file is
     resolved against the study's root."""
-    model = dict(study.section("model"))
+    model = study.model.as_dict()
     if model["backend"] == "vllm" and model["vllm"].get("max_num_seqs") is None:
         model["vllm"] = {**model["vllm"], "max_num_seqs": settings.concurrency}
     if model["backend"] == "scripted":
@@ -102,9 +100,8 @@ def model_section(study: Study, settings: RunnerSettings) -> dict[str, Any]:
         scripted.setdefault("tasks", str(settings.instances))
         model["scripted"] = scripted
     address = model["endpoint"].get("address_file")  # optional: base_url instead
-    if model["backend"] == "endpoint" and address:
-        resolved = EndpointSettings.from_model(model, study.root).address_file
-        model["endpoint"] = {**model["endpoint"], "address_file": str(resolved)}
+    if study.endpoint is not None and address:
+        model["endpoint"] = {**model["endpoint"], "address_file": str(study.endpoint.address_file)}
     return model
 
 
@@ -155,7 +152,7 @@ class BatchRunner:
         self.settings = settings
         self.say = say
         self.layout = Layout(study.results_dir)
-        self.proxy_settings = ProxySettings.from_study(study)
+        self.proxy_settings = study.proxy
         #: start_proxy's ``counting`` and ``server_info`` (set once the server is known)
         self.proxy_options: dict[str, Any] = {}
         self.report = BatchReport()
@@ -337,7 +334,8 @@ class BatchRunner:
         own, so the whole study's batch files of a redone run would describe it as it was."""
         if not self.study.raw.get("only_tasks"):
             return []
-        whole = study_from_mapping({**self.study.raw, "only_tasks": None}, source="config", root=self.study.root)
+        whole = study_from_mapping({**self.study.as_config(), "only_tasks": None}, source="config",
+                                   root=self.study.root)
         mine = {r.run_id for r in self.batch.runs}
         return sorted(b.key for b in plan_batches(whole) if b.key != self.batch.key and mine & {
             r.run_id for r in b.runs})
@@ -528,7 +526,6 @@ def run_batch(
     *,
     manifest: str | os.PathLike[str] | None = None,
     log: str | os.PathLike[str] | None = None,
-    settings: RunnerSettings | None = None,
     echo: bool = True,
 ) -> dict[str, Any]:
     """Run every unfinished run of ``batch`` and write its manifest (see the module docstring).
@@ -537,7 +534,7 @@ def run_batch(
     evaluation fills it in its own manifest). Raises :class:`RunsNotFinished` when a run met
     an infrastructure failure; the finished runs are kept and are not redone next time.
     """
-    settings = settings or RunnerSettings.from_study(study)
+    settings = study.runner
     # the agents' model clients (litellm, Trae's openai) and their containers reach the run's
     # proxy on loopback directly, never through a site's http_proxy
     os.environ.update(with_loopback_no_proxy(os.environ))
@@ -550,10 +547,10 @@ def run_batch(
             check_task_rows(settings, {r.task for r in todo})
             if any(r.agent == "trae" for r in todo):
                 check_ready(settings)
-            model = model_section(study, settings)
-            # the study's own model section (the schema's keys; model_section adds the server's): a missing
+            model = served_model(study, settings)
+            # the study's own model section (the schema's keys; served_model adds the server's): a missing
             # tokenizer fails before the server starts
-            counting = counting_for(study.section("model"), study.root)
+            counting = counting_for(study.model.section, study.root)
             with _scratch(settings, batch) as scratch:
                 what = "checking the model endpoint" if settings.backend == "endpoint" else (
                     f"starting the {settings.backend} model server")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.workspace import Workspace
 from forgetting.study.plan import Run
+from forgetting.study.runner import RunnerSettings
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from forgetting.foundation import config_schema
 from forgetting.foundation.errors import ConfigError
 from forgetting.prompt import served_format
 from forgetting.prompt.served_format import Counting
@@ -20,8 +19,8 @@ from forgetting.run.vllm_memory import find_model_dir
 def model_dir_of(model: Mapping[str, Any], root: Path | None = None) -> Path | None:
     """The served model's directory, where one is at hand: ``model.tokenizer_dir``,
     ``model.vllm.model_dir``, ``model.name`` when it is a directory, else (``backend: vllm``)
-    the Hugging Face cache's snapshot of ``model.name``."""
-    model = config_schema.section("model", model)
+    the Hugging Face cache's snapshot of ``model.name``. ``model``: a loaded study's
+    (``study.model.section``)."""
     for value in (model.get("tokenizer_dir"), model["vllm"].get("model_dir"), model["name"]):
         if value:
             path = Path(expand(str(value)))
@@ -39,8 +38,8 @@ def counting_for(model: Mapping[str, Any], root: Path | None = None) -> Counting
     """How the runs' proxies count prompts, by ``model.tokenizer`` (config/README.md):
     the served model's own tokenizer and template where they are at hand, the scripted
     model's own format, or Qwen's approximation. A ``served`` model whose directory is
-    missing is a :class:`ConfigError` before any server starts."""
-    model = config_schema.section("model", model)
+    missing is a :class:`ConfigError` before any server starts. ``model``: a loaded study's
+    (``study.model.section``)."""
     choice, backend = model["tokenizer"], model["backend"]
     if choice == "qwen2.5":
         return Counting("approximation")

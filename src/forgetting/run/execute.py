@@ -29,10 +29,11 @@ from forgetting.run.outcome import SUBMITTED, AgentOutcome, InfraFailure
 from forgetting.run.proxy import start_proxy
 from forgetting.run.proxy.upstream import Access
 from forgetting.run.rundir import OUTCOME_FILE
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.trae import run_trae
 from forgetting.run.workspace import make_workspace, problem_statement
 from forgetting.study.plan import Run
+from forgetting.study.proxy import ProxySettings
+from forgetting.study.runner import RunnerSettings
 
 AGENT_LOG = "agent.log"
 
@@ -44,7 +45,7 @@ def run_agent(ctx: RunContext) -> AgentOutcome:
 
 
 def execute_run(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
-                proxy_settings: object, access: Access | None = None,
+                proxy_settings: ProxySettings, access: Access | None = None,
                 proxy_options: Mapping[str, Any] | None = None) -> AgentOutcome:
     """Carry out ``run`` with its own deletion proxy in front of ``model_url`` (``access``: the
     API key and shared limits of an endpoint, :mod:`forgetting.run.proxy.upstream`;
@@ -66,7 +67,7 @@ def execute_run(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path,
         try:
             proxy = start_proxy(
                 model_url, run.deletion, run.seed, out, run.run_id,
-                actions=action_syntax(run.agent, settings.mini_config_files.get(run.agent)), settings=proxy_settings,  # type: ignore[arg-type]
+                actions=action_syntax(run.agent, settings.mini_config_files.get(run.agent)), settings=proxy_settings,
                 access=access, **(proxy_options or {}),
             )
         except (UserError, OSError) as exc:
@@ -121,7 +122,7 @@ def hide_key(access: Access | None) -> None:
 
 
 def child_main(run: Run, settings: RunnerSettings, *, out: Path, scratch: Path, model_url: str,
-               proxy_settings: object, access: Access | None = None,
+               proxy_settings: ProxySettings, access: Access | None = None,
                proxy_options: Mapping[str, Any] | None = None) -> int:
     """The body of a forked run process; returns its exit status (never raises)."""
     try:

@@ -84,14 +84,13 @@ def batch_minutes(runs: int, concurrency: int, calls: int, t: Throughput = THROU
 
 
 def max_model_len(study: Study) -> int:
-    vllm = study.section("model")["vllm"]
-    return int(vllm.get("max_model_len") or study.section("model")["context_window"])
+    return study.model.max_model_len
 
 
 def worst_calls(study: Study, t: Throughput = THROUGHPUT) -> int:
     """The most calls a run makes: ``agent.turn_cap``, or the call whose prompt would pass
     ``max_model_len`` (the run then ends ``context_exceeded``)."""
-    cap = int(study.section("agent")["turn_cap"])
+    cap = int(study.agent.turn_cap)
     fits = 1 + max(0, (max_model_len(study) - t.start_tokens) // t.growth_tokens)
     return max(1, min(cap, fits))
 
@@ -104,7 +103,7 @@ class BatchTime:
 
 
 def batch_time(study: Study, runs: int, t: Throughput = THROUGHPUT) -> BatchTime:
-    concurrency = int(study.section("execution")["concurrency"])
+    concurrency = int(study.plan.concurrency)
     typical = batch_minutes(runs, concurrency, min(t.typical_calls, worst_calls(study, t)), t)
     return BatchTime(runs, typical, batch_minutes(runs, concurrency, worst_calls(study, t), t))
 
@@ -112,14 +111,14 @@ def batch_time(study: Study, runs: int, t: Throughput = THROUGHPUT) -> BatchTime
 def batch_runtime_min(study: Study, runs: int) -> int:
     """The ``run_batch`` job's time limit for a batch of ``runs`` runs: ``execution.batch_runtime_min``
     where given, else its worst case, at most ``execution.batch_runtime_limit_min``."""
-    execution = study.section("execution")
-    if execution.get("batch_runtime_min"):  # optional: derived
-        return int(execution["batch_runtime_min"])
-    return min(int(execution["batch_runtime_limit_min"]), math.ceil(batch_time(study, runs).worst_min))
+    plan = study.plan
+    if plan.batch_runtime_min:  # optional: derived
+        return plan.batch_runtime_min
+    return min(plan.batch_runtime_limit_min, math.ceil(batch_time(study, runs).worst_min))
 
 
 def gpus_per_job(study: Study) -> int:
-    return int(study.section("model")["vllm"].get("tensor_parallel_size") or 1)
+    return int(study.model.tensor_parallel_size)
 
 
 @dataclass(frozen=True)
@@ -137,7 +136,7 @@ class StudyTime:
 def study_time(study: Study, batch_sizes: Sequence[int]) -> StudyTime:
     times = [batch_time(study, n) for n in batch_sizes]
     gpus = gpus_per_job(study)
-    limit = int(study.section("execution")["batch_runtime_limit_min"])
+    limit = int(study.plan.batch_runtime_limit_min)
     return StudyTime(
         batches=len(times),
         gpus_per_job=gpus,
@@ -151,7 +150,7 @@ def study_time(study: Study, batch_sizes: Sequence[int]) -> StudyTime:
 
 def plan_lines(study: Study, batch_sizes: Sequence[int]) -> list[str]:
     """What ``forgetting plan`` prints about GPU time (model.backend vllm only)."""
-    if study.section("model")["backend"] != "vllm" or not batch_sizes:
+    if study.model.backend != "vllm" or not batch_sizes:
         return []
     s = study_time(study, batch_sizes)
     typical = [batch_time(study, n).typical_min for n in batch_sizes]
@@ -161,7 +160,7 @@ def plan_lines(study: Study, batch_sizes: Sequence[int]) -> list[str]:
         f"GPU-hours (typical: {THROUGHPUT.typical_calls} calls per run, {max(typical):.0f} min per batch; "
         f"worst case: every run at {worst_calls(study)} calls, {s.worst_batch_min:.0f} min; docs/cluster.md)",
         f"time limit per batch job: {s.limit_min} min " + (
-            "(execution.batch_runtime_min)" if study.section("execution").get("batch_runtime_min")
+            "(execution.batch_runtime_min)" if study.plan.batch_runtime_min
             else "(derived from the worst case, at most execution.batch_runtime_limit_min)"),
     ]
     if s.over_limit:

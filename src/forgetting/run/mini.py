@@ -31,7 +31,7 @@ from forgetting.foundation.atomic import write_text
 from forgetting.foundation.layout import PATCH, TRAJECTORY
 from forgetting.run.context import RunContext
 from forgetting.run.outcome import SUBMITTED, AgentOutcome, InfraFailure, classify_mini
-from forgetting.run.settings import RunnerSettings
+from forgetting.study.runner import RunnerSettings
 
 #: what litellm imports lazily on its first completion (≈0.2 s in every run process otherwise);
 #: best effort: a module another litellm version lacks is skipped

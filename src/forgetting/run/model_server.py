@@ -46,8 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TextIO, runtime_checkable
 
-from forgetting.foundation import config_schema
 from forgetting.foundation.errors import UserError
+from forgetting.study.proxy import ProxySettings
+from forgetting.study.runner import served_name_of
 
 #: ``model.backend`` → ``module:Class`` of its :class:`ServerBackend`, imported on first use
 BACKENDS: dict[str, str] = {
@@ -76,14 +77,9 @@ class ServingBackend(Protocol):
 
     def serving(
         self, model: Mapping[str, Any], *, log_path: Path, seed: int, timeout_s: float | None,
-        scratch: Path | None, proxy_settings: Any, say: Callable[[str], None] | None,
+        scratch: Path | None, proxy_settings: ProxySettings, say: Callable[[str], None] | None,
     ) -> contextlib.AbstractContextManager[Any]:
         """The served model for the ``with`` block (see the module docstring)."""
-
-
-def served_name_of(model: Mapping[str, Any]) -> str:
-    """The name agents send in requests: ``model.served_name``, else ``model.name``."""
-    return str(model.get("served_name") or model["name"])
 
 
 #: the loopback names a site's proxy must never see (the model server, the proxy: this node)
@@ -138,7 +134,6 @@ def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
     the job (``CUDA_VISIBLE_DEVICES`` in ``environ``, default this process's environment) is
     passed explicitly, ``--env CUDA_VISIBLE_DEVICES=…`` — else vLLM would take device 0, which
     on a node without device cgroups is another job's GPU."""
-    model = config_schema.section("model", model)
     v = model["vllm"]
     env = os.environ if environ is None else environ
     cpu = v["device"] == "cpu"
@@ -213,7 +208,7 @@ def cpu_env(model: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
     (``VLLM_CPU_OMP_THREADS_BIND``: a list; the default is every CPU this process may use —
     vLLM's ``auto`` binds by NUMA node, which a container's or job's CPU set may not cover).
     A value already in the environment is kept (a site's own setting wins). Empty on a GPU."""
-    v = config_schema.section("model.vllm", model.get("vllm"))
+    v = model["vllm"]
     if v["device"] != "cpu":
         return {}
     env = os.environ if environ is None else environ
@@ -231,7 +226,7 @@ class VllmBackend:
         return vllm_command(model, host=host, port=port)
 
     def startup_timeout_s(self, model: Mapping[str, Any]) -> float:
-        return float(config_schema.section("model.vllm", model.get("vllm"))["startup_timeout_s"])
+        return float(model["vllm"]["startup_timeout_s"])
 
     def env(self) -> dict[str, str]:
         return {}
@@ -422,7 +417,7 @@ def package_env() -> dict[str, str]:
 
 @contextlib.contextmanager
 def serving(model: Mapping[str, Any], *, log_path: Path, seed: int = 0, timeout_s: float | None = None,
-            scratch: Path | None = None, proxy_settings: Any = None,
+            proxy_settings: ProxySettings, scratch: Path | None = None,
             say: Callable[[str], None] | None = None) -> Iterator[Any]:
     """The model of ``model.backend`` served for the ``with`` block (see the module docstring):
     a server process started, yielded while healthy and always shut down, or what a backend

@@ -65,7 +65,7 @@ from forgetting.run.outcome import (
     InfraFailure,
     is_context_overflow,
 )
-from forgetting.run.settings import RunnerSettings
+from forgetting.study.runner import RunnerSettings
 
 TASK_FILE = "task.txt"
 CONFIG_FILE = "trae_config.yaml"

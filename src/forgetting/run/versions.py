@@ -10,8 +10,8 @@ from typing import Any
 from forgetting import __version__
 from forgetting.agents import TRAE_COMMIT
 from forgetting.run.model_server import served_name_of
-from forgetting.run.settings import RunnerSettings
 from forgetting.study.config import PROJECT_ROOT
+from forgetting.study.runner import RunnerSettings
 
 #: how results of the scripted backend are labelled wherever they appear
 SCRIPTED_NOTE = "scripted stand-in for the LLM"

@@ -246,7 +246,7 @@ def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = Fal
     ``cpu``: ``total_bytes`` is the KV cache itself (vLLM's CPU build takes
     ``VLLM_CPU_KVCACHE_SPACE`` whole for it: ``model.vllm.cpu_kv_space_gib``)."""
 
-    vllm = study.section("model")["vllm"]
+    vllm = study.model.vllm
     shape = ModelShape.from_config(model_dir / "config.json")
     kv_dtype = str(vllm["kv_cache_dtype"])
     return Budget(
@@ -268,8 +268,7 @@ def runs_in_flight(study: Any) -> tuple[int, str]:
     """The runs one server holds at once, and the key that says so: a batch's
     ``execution.concurrency`` beside its own vLLM; route C's ``model.endpoint.runs_in_flight``
     for the one server of every batch job (the workflow caps them through ``endpoint_runs``)."""
-    model = study.section("model")
-    cap = (model.get("endpoint") or {}).get("runs_in_flight")
-    if model["backend"] == "endpoint" and cap is not None:
-        return int(cap), "model.endpoint.runs_in_flight"
-    return int(study.section("execution")["concurrency"]), "execution.concurrency"
+    cap = study.model.endpoint_runs_in_flight
+    if study.model.backend == "endpoint" and cap is not None:
+        return cap, "model.endpoint.runs_in_flight"
+    return int(study.plan.concurrency), "execution.concurrency"

@@ -38,7 +38,7 @@ from forgetting.instances.images import sif_path
 from forgetting.instances.load import check_out_demo_task, demo_problem_statement
 from forgetting.instances.record import require
 from forgetting.run.outcome import InfraFailure
-from forgetting.run.settings import RunnerSettings
+from forgetting.study.runner import RunnerSettings
 
 #: the repository inside a SWE-bench instance image
 TESTBED = "/testbed"

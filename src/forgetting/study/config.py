@@ -4,8 +4,11 @@ The JSON schema in ``workflow/schemas/config.schema.yaml`` is the single descrip
 keys and their defaults (:mod:`forgetting.foundation.config_schema`); the Snakefile validates the same
 file with ``snakemake.utils.validate``. On top of the schema this module checks what a schema
 cannot (names in the grid, files that must exist, duplicate or unknown task ids) and turns
-every problem into one line naming the key. A :class:`Study` holds the config with every
-default filled in: code reads its sections as they are (``study.section("agent")["turn_cap"]``).
+every problem into one line naming the key. A :class:`Study` is the one typed, immutable
+record of a loaded config: a typed section per stage (``study.plan``, ``study.deletion``,
+``study.proxy``, ``study.runner``, ``study.model``, ``study.evaluation``, ``study.analysis``,
+``study.pricing``, ``study.statistics``, ``study.endpoint``, ``study.cluster``), each built and
+checked here, once; the stages read them as they are and never the raw config.
 """
 
 from __future__ import annotations
@@ -18,18 +21,33 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.behaviour.rules import load_rules
-from forgetting.cost.pricing import profiles_from_config
 from forgetting.deletion.names import parse_configuration_name
 from forgetting.deletion.policy import PolicyContext
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.foundation import inputs
 from forgetting.foundation.config_schema import PROJECT_ROOT as PROJECT_ROOT  # where configs, schema and resources live
 from forgetting.foundation.config_schema import error_line, fill_defaults, first_error, load_schema
 from forgetting.foundation.errors import ConfigError, UserError
 from forgetting.grid import BASELINE, PAPER_CONFIGURATIONS, Deletion, filter_configurations, paper_configuration
+from forgetting.instances.dataset_file import DatasetSettings
 from forgetting.instances.images import check_template
 from forgetting.instances.tasks import load_task_ids
-from forgetting.study.endpoint_settings import EndpointSettings
+from forgetting.study.endpoint import EndpointSettings
+from forgetting.study.evaluation import EvalSettings
 from forgetting.study.policies import build_policies
+from forgetting.study.proxy import ProxySettings
+from forgetting.study.runner import RunnerSettings
+from forgetting.study.sections import (
+    AgentSettings,
+    AnalysisSettings,
+    ClusterSettings,
+    ModelSettings,
+    PlanSettings,
+    PricingSettings,
+    frozen,
+    thawed,
+)
+from forgetting.study.statistics import StatsSettings
 
 #: the most runs a study may plan (the paper's: 9,400): its run table is built in memory
 MAX_RUNS = 1_000_000
@@ -44,7 +62,9 @@ PATH_KEYS: tuple[str, ...] = (
 
 
 def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[str, Any]:
-    """Validate against the JSON schema; return a copy with defaults filled in."""
+    """Validate against the JSON schema; return a copy with defaults filled in (parts of a
+    loaded study's read-only ``raw`` taken as plain data)."""
+    config = thawed(config)
     error = first_error(config)
     if error is not None:
         raise ConfigError(f"{source}: {error_line(error)}")
@@ -53,10 +73,12 @@ def validate_schema(config: Mapping[str, Any], source: str = "config") -> dict[s
 
 @dataclass(frozen=True)
 class Study:
-    """A checked study config: what to run and how to analyse it."""
+    """A checked study config: what to run and how to analyse it, a typed section per stage."""
 
     source: str
     root: Path
+    #: the whole config as loaded, every default filled (read-only): what the config's own
+    #: tools read (:meth:`config_paths`, the reference); the stages read the typed sections
     raw: Mapping[str, Any]
     name: str
     seed: int
@@ -66,12 +88,30 @@ class Study:
     baseline_repeats: int
     deletion_repeats: int
     results_dir: Path
+    plan: PlanSettings
+    dataset: DatasetSettings
+    agent: AgentSettings
+    deletion: DeletionSettings
+    #: what a policy's ``configure`` reads of the rest of the config (the turn cap, the prices)
+    policy_context: PolicyContext
+    proxy: ProxySettings
+    runner: RunnerSettings
+    model: ModelSettings
+    evaluation: EvalSettings
+    analysis: AnalysisSettings
+    pricing: PricingSettings
+    statistics: StatsSettings
+    cluster: ClusterSettings
     extra: Mapping[str, Any] = field(default_factory=dict)
 
-    def section(self, key: str) -> Mapping[str, Any]:
-        """A config section with its defaults filled in (``model``, ``analysis``, …): read its
-        keys as they are (``study.section("agent")["turn_cap"]``)."""
-        return self.raw[key]
+    def as_config(self) -> dict[str, Any]:
+        """The config as plain, writable data (a copy): to derive another study from, or to write out."""
+        return thawed(self.raw)
+
+    @property
+    def endpoint(self) -> EndpointSettings | None:
+        """``model.endpoint`` resolved (``model.backend: endpoint`` only)."""
+        return self.model.endpoint
 
     def path(self, value: str | os.PathLike[str]) -> Path:
         """Resolve a path from the config against the project root."""
@@ -119,9 +159,8 @@ def _only(items: list[str], cfg: Mapping[str, Any], key: str, source: str, what:
     return [x for x in items if x in only]
 
 
-def _select_configurations(cfg: Mapping[str, Any], root: Path | None = None) -> list[Deletion]:
+def _select_configurations(cfg: Mapping[str, Any], context: PolicyContext) -> list[Deletion]:
     section = cfg["configurations"]
-    context = PolicyContext.from_config(cfg, root)
     names = section["names"]
     if names == "all":
         chosen = list(PAPER_CONFIGURATIONS)
@@ -211,7 +250,9 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         check_template(cfg["evaluation"]["instance_images"]["name_template"])
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
-    configurations = _select_configurations(cfg, Path(root))
+    root = Path(root)
+    context = PolicyContext.from_filled(cfg, root)
+    configurations = _select_configurations(cfg, context)
     only = _as_list(cfg.get("only"))
     if only:
         known = {d.name for d in configurations} | {BASELINE}
@@ -230,30 +271,39 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
 
     agents = list(cfg["agents"])
     agents = _only(agents, cfg, "only_agents", source, f"an agent of this study ({', '.join(agents)})")
-    root = Path(root)
     tasks = _only(load_task_ids(cfg, root=root, source=source), cfg, "only_tasks", source, "a task of this study")
 
-    label_rules = cfg["analysis"].get("label_rules")  # optional: the packaged table
-    if label_rules:  # a bad table stops the study now, not at its analysis stage
-        rules_path = Path(label_rules) if Path(label_rules).is_absolute() else root / label_rules
+    analysis = AnalysisSettings.from_filled(cfg, root=root)
+    if analysis.label_rules is not None:  # a bad table stops the study now, not at its analysis stage
         try:
-            load_rules(rules_path)
+            load_rules(analysis.label_rules)
         except UserError as exc:
             raise ConfigError(f"{source}: analysis.label_rules: {exc}") from None
 
     # the price sheets too: a bad price stops the study before any job, not at its analysis
     try:
-        profiles_from_config(cfg["pricing"], root)
+        pricing = PricingSettings.from_filled(cfg["pricing"], root=root)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except UserError as exc:
         raise ConfigError(f"{source}: pricing: {exc}") from None
 
-    if cfg["model"]["backend"] == "endpoint":  # where the endpoint is: stops the study now, not in its batches
-        try:
-            EndpointSettings.from_model(cfg["model"], root)
-        except ConfigError as exc:
-            raise ConfigError(f"{source}: {exc}") from None
+    try:  # every other section typed once (where an endpoint is: stops the study now, not in its batches)
+        model = ModelSettings.from_filled(cfg["model"], root=root)
+        scratch = cfg["execution"].get("scratch_dir")  # optional: the system's temporary directory
+        evaluation = EvalSettings.from_filled(cfg["evaluation"], root=root, scratch=scratch)
+        deletion = DeletionSettings.from_filled(cfg["deletion"])
+        sections = {
+            "plan": PlanSettings.from_filled(cfg), "dataset": DatasetSettings.from_filled(cfg["dataset"], root=root),
+            "agent": AgentSettings.from_filled(cfg["agent"]), "deletion": deletion, "policy_context": context,
+            "proxy": ProxySettings.from_filled(cfg["execution"]["proxy"], deletion=deletion),
+            "runner": RunnerSettings.from_filled(cfg, root=root, evaluation=evaluation), "model": model,
+            "evaluation": evaluation, "analysis": analysis, "pricing": pricing,
+            "statistics": StatsSettings.from_filled(cfg["statistics"], on_error=cfg["evaluation"]["on_error"]),
+            "cluster": ClusterSettings.from_filled(cfg),
+        }
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
 
     repeats = cfg["repeats"]
     planned = len(agents) * len(tasks) * sum(
@@ -268,7 +318,7 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
     return Study(
         source=source,
         root=root,
-        raw=cfg,
+        raw=frozen(cfg),
         name=study_section["name"],
         seed=int(study_section["seed"]),
         agents=tuple(agents),
@@ -277,4 +327,5 @@ def study_from_mapping(data: Mapping[str, Any], *, source: str, root: Path) -> S
         baseline_repeats=int(repeats["baseline"]),
         deletion_repeats=int(repeats["deletion"]),
         results_dir=(root / study_section["results_dir"]),
+        **sections,
     )

@@ -110,7 +110,7 @@ def plan_batches(study: Study, runs: Sequence[Run] | None = None) -> list[Batch]
     configurations instead, under ``{agent}/only-tasks/``: one task's 47 runs per agent are
     one batch job, not 47 (each run keeps its own configuration and seed, and writes the run
     directory the full study's batches then find finished)."""
-    size = int(study.section("execution")["batch_size"])
+    size = int(study.plan.batch_size)
     runs = plan_runs(study) if runs is None else runs
     packed = bool(study.raw.get("only_tasks"))
     groups: dict[tuple[str, str], list[Run]] = {}

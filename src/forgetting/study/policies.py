@@ -24,13 +24,12 @@ from forgetting.grid import Deletion
 
 
 def build_policies(
-    entries: Iterable[Mapping[str, Any]], key: str, context: PolicyContext | None = None
+    entries: Iterable[Mapping[str, Any]], key: str, context: PolicyContext
 ) -> list[Deletion]:
     """One :class:`Deletion` per config entry; ConfigError (one line) for a bad entry.
     ``context`` carries the turn cap and the price sheets some policies read."""
     registry = policies()
     known = configurable_policies()
-    context = context if context is not None else PolicyContext.from_config()
     out = []
     for i, entry in enumerate(entries):
         where = f"{key}[{i}]"

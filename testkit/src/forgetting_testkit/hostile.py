@@ -229,3 +229,31 @@ def without_dac_override() -> Iterator[bool]:
     finally:
         data[0].effective = saved
         libc.capset(ctypes.byref(header), data)
+
+
+def socket_exchange(host: str, port: int, data: bytes, *, timeout: float,
+                    half_close: bool = False) -> tuple[int | None, bytes, bool]:
+    """Send ``data`` on a fresh connection to ``host:port``: (the status of the first reply or
+    None, what came back, whether it was answered within ``timeout``). ``half_close``: shut the
+    sending side after ``data`` (a server that stopped reading — a rejected body — may still reply)."""
+    import socket
+
+    chunks = []
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        try:
+            s.sendall(data)
+            if half_close:
+                s.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            if not half_close:
+                raise
+        try:
+            while chunk := s.recv(65536):
+                chunks.append(chunk)
+        except TimeoutError:
+            return None, b"".join(chunks), False
+        except ConnectionResetError:
+            pass
+    reply = b"".join(chunks)
+    match = re.match(rb"HTTP/1\.[01] (\d{3}) ", reply) or re.search(rb"Error code: (\d{3})", reply)  # HTTP/0.9
+    return (int(match.group(1)) if match else None), reply, True

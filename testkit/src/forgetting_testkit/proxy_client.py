@@ -11,7 +11,7 @@ from typing import Any
 from forgetting.run.proxy import ProxySettings
 from forgetting_testkit.histories import SYSTEM, TASK
 
-FAST = ProxySettings.from_config({"retries": 4, "backoff_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5})
+FAST = ProxySettings.from_parts({"retries": 4, "backoff_s": 0.01, "backoff_max_s": 0.05, "timeout_s": 5})
 TOOLS = [
     {
         "type": "function",

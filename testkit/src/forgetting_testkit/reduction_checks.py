@@ -9,12 +9,16 @@ from typing import Any
 from forgetting.deletion import Reducer, reduce_history
 from forgetting.deletion.names import parse_configuration_name
 from forgetting.deletion.policy import PolicyContext
+from forgetting.deletion.settings import DeletionSettings
 from forgetting.grid import Deletion
 from forgetting.prompt.messages import segment
 from forgetting_testkit.histories import actions_of, messages_of_turn
 
+#: the schema's deletion settings (a study that gives no ``deletion`` section)
+DELETION_DEFAULTS = DeletionSettings.from_section()
+
 #: what the policies read from a study in these tests: a turn cap of 12, the packaged prices
-CONTEXT = PolicyContext.from_config({"agent": {"turn_cap": 12}})
+CONTEXT = PolicyContext.from_parts({"agent": {"turn_cap": 12}})
 #: every policy beyond the paper, at several parameters
 POLICY_NAMES = [
     "keep4-turn-tool_output-100",
@@ -50,6 +54,6 @@ def check_last_turns_intact(msgs: list[dict[str, Any]], d: Deletion, seed: int) 
 def check_memoized_equals_pure(msgs: list[dict[str, Any]], d: Deletion, seed: int, cuts: list[int]) -> None:
     """One run's memoized reducer gives what the pure function gives, on the history cut at
     each of ``cuts`` in turn (mid-turn too; growing and shrinking)."""
-    reducer = Reducer(d, seed, actions=actions_of(msgs))
+    reducer = Reducer(d, seed, actions=actions_of(msgs), settings=DELETION_DEFAULTS)
     for cut in cuts:
         assert reducer.reduce(msgs[:cut]) == reduce_history(msgs[:cut], d, seed, actions=actions_of(msgs))

@@ -4,15 +4,17 @@ stand-in model or the vLLM test double (``fakes/vllm.py``) as the model server."
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from forgetting.foundation import config_schema
 from forgetting.foundation.layout import CALLS, RUN_JSON, Layout
-from forgetting.run.settings import RunnerSettings
 from forgetting.study.config import Study, load_study
 from forgetting.study.plan import Batch, plan_batches
+from forgetting.study.runner import RunnerSettings
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT
 
@@ -59,7 +61,7 @@ def study_at(tmp: Path, **sections: Any) -> Study:
 def runner_settings(**sections: Any) -> RunnerSettings:
     """The runner settings of a config of ``sections`` (the demo dataset and the scripted model
     unless given), every key left out the schema's default: no study needed."""
-    return RunnerSettings.from_config({"model": SCRIPTED, "dataset": {"kind": "demo"}, **sections})
+    return RunnerSettings.from_parts({"model": SCRIPTED, "dataset": {"kind": "demo"}, **sections})
 
 
 def batch_of(study: Study, agent: str, configuration: str) -> Batch:
@@ -85,3 +87,9 @@ def snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``root``: (mtime in ns, bytes)."""
     return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(root.rglob("*"))
             if p.is_file()}
+
+
+def filled_model(part: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``model`` section as a loaded study holds it — checked, every default filled — from part
+    of one (backend vllm and name "m" where it names none): what the model-server functions take."""
+    return config_schema.section("model", {"backend": "vllm", "name": "m", **part})

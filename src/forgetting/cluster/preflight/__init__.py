@@ -32,7 +32,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from forgetting.cluster.containers import (
     agents_partition,
@@ -43,11 +42,9 @@ from forgetting.cluster.containers import (
 )
 from forgetting.cluster.preflight import checks as c
 from forgetting.cluster.preflight.checks import BINFMT_DIR, GIB, Check, check_conda_envs
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.atomic import write_text
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.seeds import text_hex
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.vllm_memory import (
     ModelShape,
     budget_for,
@@ -73,7 +70,7 @@ def partitions_of(study: Study) -> list[str]:
     out = []
     if serves_vllm(study):
         out.append("gpu")
-    if study.section("evaluation")["backend"] == "apptainer" or agents_need_cpu_partition(study):
+    if study.evaluation.backend == "apptainer" or agents_need_cpu_partition(study):
         out.append("cpu")
     return out
 
@@ -89,7 +86,8 @@ def target_key(study: Study) -> str:
     """A hash of what the node checks depend on: a changed setting gets a fresh preflight job."""
 
     keys = ("model", "agent", "execution", "evaluation", "containers", "dataset")
-    data = {k: study.raw.get(k) for k in keys} | {"tasks": sorted(study.tasks), "agents": list(study.agents)}
+    config = study.as_config()
+    data = {k: config.get(k) for k in keys} | {"tasks": sorted(study.tasks), "agents": list(study.agents)}
     return text_hex(json.dumps(data, sort_keys=True, default=str))[:8]
 
 
@@ -107,12 +105,11 @@ def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Pa
                         agents_beside: bool) -> list[Check]:
     """vLLM's checks (``agents_beside``: with the agents', in the order a batch job meets them)."""
 
-    model, agent = study.section("model"), study.section("agent")
-    vllm = model["vllm"]
+    model, vllm = study.model.section, study.model.vllm
     apptainer = str(vllm["apptainer"])
     cpu = vllm["device"] == "cpu"
     server = _image(study, vllm.get("apptainer_image"), "model.vllm.apptainer_image")
-    agents = AgentChecks(study, agent, apptainer, environ, binfmt_dir) if agents_beside else None
+    agents = AgentChecks(study, apptainer, environ, binfmt_dir) if agents_beside else None
     # Apptainer only where something runs in an image; a GPU only where vLLM uses one
     out = [c.check_apptainer(apptainer)] if server or (agents and agents.need_apptainer()) else []
     if server:
@@ -167,7 +164,6 @@ class AgentChecks:
     in, room for their sandboxes, ``trae-cli`` inside its image."""
 
     study: Study
-    agent: Mapping[str, Any]
     apptainer: str
     environ: Mapping[str, str]
     binfmt_dir: Path
@@ -178,15 +174,15 @@ class AgentChecks:
         """Whether the agents' checks run anything in an image."""
         study = self.study
         return runs_need_instance_images(study) or bool(
-            "trae" in study.agents and self.agent["trae"].get("apptainer_image"))
+            "trae" in study.agents and study.agent.images.get("trae"))
 
     def images(self) -> list[Check]:
         study, out = self.study, []
-        self.trae = _image(study, self.agent["trae"].get("apptainer_image"), "agent.trae.apptainer_image") \
+        self.trae = _image(study, study.agent.images.get("trae"), "agent.trae.apptainer_image") \
             if "trae" in study.agents else None
         if self.trae:
             out.append(c.check_image("trae-agent", self.trae, build_hint=BUILD_HINT, binfmt_dir=self.binfmt_dir))
-        evaluation = EvalSettings.from_study(study)
+        evaluation = study.evaluation
         if runs_need_instance_images(study):
             out.append(c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch,
                                                binfmt_dir=self.binfmt_dir))
@@ -196,13 +192,13 @@ class AgentChecks:
 
     def sandboxes(self) -> list[Check]:
         study, out = self.study, []
-        apptainer = EvalSettings.from_study(study).apptainer
+        apptainer = study.evaluation.apptainer
         out += c.check_apptainer_dirs(apptainer.cache_dir, apptainer.tmp_dir, images=len(study.tasks),
                                       largest_sif=max(self.sif_sizes, default=c.NOMINAL_SIF_BYTES))
         mini = [a for a in study.agents if a in ("mini", "mini-text")]
         if mini and runs_need_instance_images(study):
 
-            settings = RunnerSettings.from_study(study)
+            settings = study.runner
             out.append(c.check_scratch(settings.scratch_dir, settings.concurrency, self.sif_sizes))
         if self.trae:
             from forgetting.cluster.preflight.launch import check_trae_launch
@@ -214,7 +210,7 @@ class AgentChecks:
 def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> list[Check]:
     """The CPU partition's: the evaluation's, and the agents' where they run beside an endpoint."""
 
-    evaluation = EvalSettings.from_study(study)
+    evaluation = study.evaluation
     out = [
         c.check_apptainer(evaluation.apptainer.executable),
         c.check_instance_images(evaluation.image_dir, study.tasks, evaluation.images.goarch, binfmt_dir=binfmt_dir),
@@ -222,7 +218,7 @@ def cpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
                                 images=len(study.tasks)),
     ]
     if agents_partition(study) == "cpu":
-        agents = AgentChecks(study, study.section("agent"), evaluation.apptainer.executable, environ, binfmt_dir)
+        agents = AgentChecks(study, evaluation.apptainer.executable, environ, binfmt_dir)
         out += [ch for ch in agents.images() + agents.sandboxes() if all(ch.name != seen.name for seen in out)]
     return out
 

@@ -20,7 +20,6 @@ from forgetting.cluster.preflight import PreflightFailed
 from forgetting.cluster.preflight.checks import Check
 from forgetting.evaluate.backends import make_backend
 from forgetting.evaluate.evaluate import evaluate_patch
-from forgetting.evaluate.settings import EvalSettings
 from forgetting.foundation.atomic import write_text
 from forgetting.foundation.errors import UserError
 from forgetting.instances.load import load_instances
@@ -39,7 +38,7 @@ NULL_PATCH = (
 
 def gold_checks(study: Study) -> list[Check]:
 
-    settings = EvalSettings.from_study(study)
+    settings = study.evaluation
     try:
         rows = load_instances(study)
         backend = make_backend(settings, study)
@@ -74,7 +73,7 @@ def gold_applies(study: Study) -> bool:
     """The workflow checks the gold patches before the study wherever it evaluates in the
     instance images (``evaluation.backend: apptainer``), whatever the route: an image that does
     not reproduce a task would grade every run of it wrongly."""
-    return study.section("evaluation")["backend"] == "apptainer"
+    return study.evaluation.backend == "apptainer"
 
 
 def run_gold_in_job(study: Study, *, out: str | os.PathLike[str], log: str | os.PathLike[str]) -> None:

@@ -17,7 +17,6 @@ from forgetting.cluster.preflight.checks import Check, last_line, run_probe
 from forgetting.evaluate.layer import writable_layer
 from forgetting.foundation.errors import UserError
 from forgetting.instances.images import sif_path
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.trae import container_command
 from forgetting.study.config import Study
 
@@ -32,7 +31,7 @@ _PROBE = ('[ -r "$BASH_ENV" ] || { echo "BASH_ENV=$BASH_ENV is not readable in t
 
 def check_trae_launch(study: Study, environ: Mapping[str, str]) -> Check:
     """``trae-cli --help`` through a Trae run's own ``apptainer exec`` (module docstring)."""
-    settings = RunnerSettings.from_study(study)
+    settings = study.runner
     image = settings.trae.apptainer_image
     if image is None or not image.is_file():
         return Check(NAME, False, f"not tried: {image} not found")

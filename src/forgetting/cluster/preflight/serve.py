@@ -11,10 +11,9 @@ import urllib.request
 from typing import Any
 
 from forgetting.cluster.preflight.checks import Check
-from forgetting.run.batch import model_section
+from forgetting.run.batch import served_model
 from forgetting.run.gpu_time import THROUGHPUT, max_model_len, run_cost
 from forgetting.run.model_server import ModelServerError, open_local, served_name_of, serving
-from forgetting.run.settings import RunnerSettings
 from forgetting.run.vllm_memory import runs_in_flight
 from forgetting.study.config import Study
 
@@ -32,14 +31,14 @@ def _json(url: str, body: dict[str, Any] | None = None) -> Any:
 
 def serve_checks(study: Study) -> list[Check]:
 
-    settings = RunnerSettings.from_study(study)
-    model = model_section(study, settings)
+    settings = study.runner
+    model = served_model(study, settings)
     log = study.results_dir / "preflight" / "serve" / "model_server.log"
     log.unlink(missing_ok=True)
     name = served_name_of(model)
     out: list[Check] = []
     try:
-        with serving(model, log_path=log, seed=study.seed) as server:
+        with serving(model, log_path=log, seed=study.seed, proxy_settings=study.proxy) as server:
             out.append(Check("serve", True, f"the {model['backend']} server answered /health after "
                              f"{server.startup_s or 0:.0f} s (log: {log})"))
             root = server.base_url.removesuffix("/v1")

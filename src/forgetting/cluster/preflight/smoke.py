@@ -20,7 +20,7 @@ ANALYSIS_OUTPUTS = ("summary", "calls", "tool_calls", "run_costs", "timings")
 
 
 def smoke_study(study: Study) -> Study:
-    raw = json.loads(json.dumps(study.raw, default=str))
+    raw = json.loads(json.dumps(study.as_config(), default=str))
     smoke_dir = study.results_dir / "preflight" / "smoke"
     raw.update(only=["baseline"], only_tasks=[study.tasks[0]], only_agents=None, force_rerun=True)
     raw["repeats"] = {**raw["repeats"], "baseline": 1}

@@ -108,10 +108,10 @@ class ScriptedModel:
     """The policy behind an OpenAI-compatible ``chat.completions`` call."""
 
     def __init__(
-        self, book: TaskBook, settings: ScriptedSettings | None = None, *, served_name: str = "scripted"
+        self, book: TaskBook, settings: ScriptedSettings, *, served_name: str = "scripted"
     ) -> None:
         self.book = book
-        self.settings = settings or ScriptedSettings.from_mapping()
+        self.settings = settings
         self.served_name = served_name
         self.cache = PrefixCache(self.settings.cache_blocks)
         self._run_caches: OrderedDict[str, PrefixCache] = OrderedDict()

@@ -134,7 +134,7 @@ class ScriptedModelServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        settings: ScriptedSettings | None = None,
+        settings: ScriptedSettings,
         served_name: str = "scripted",
         book: TaskBook | None = None,
     ) -> None:

@@ -46,7 +46,7 @@ from forgetting.report.stats.bootstrap import (
 from forgetting.report.stats.labels import agent_key, configuration_key
 from forgetting.report.stats.metrics import Group, StudyData, group_statistics
 from forgetting.report.stats.schemas import COMPARISONS_SCHEMA, EFFECTS_SCHEMA, SUMMARY_SCHEMA
-from forgetting.report.stats.settings import StatsSettings
+from forgetting.study.statistics import StatsSettings
 
 
 @dataclass(frozen=True)

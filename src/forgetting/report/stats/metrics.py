@@ -19,7 +19,7 @@ from forgetting.foundation.errors import RunOutputError
 from forgetting.grid import BASELINE
 from forgetting.records.eval_report import EVAL_ERRORS
 from forgetting.report.stats.bootstrap import weighted_median
-from forgetting.report.stats.settings import StatsSettings
+from forgetting.study.statistics import StatsSettings
 
 #: per-run quantities averaged over a task's repeats and summed over tasks (columns of Group.means)
 LINEAR: tuple[str, ...] = (

@@ -38,9 +38,9 @@ from forgetting.report.stats.comparisons import (
 )
 from forgetting.report.stats.metrics import StudyData
 from forgetting.report.stats.schemas import CACHE_VALIDATION_SCHEMA, SETTINGS_FIELD, STATS
-from forgetting.report.stats.settings import StatsSettings, settings_of
 from forgetting.study.config import Study
 from forgetting.study.plan import plan_runs
+from forgetting.study.statistics import StatsSettings
 
 #: the datasets the statistics read
 STATS_INPUTS: tuple[str, ...] = ("runs", "tool_calls", "run_costs")
@@ -104,14 +104,6 @@ def compute_statistics(
     }
 
 
-def profile_order(pricing: Mapping[str, object]) -> list[str]:
-    """The pricing profiles in the order the cost stage computes them (``pricing.profiles``,
-    the primary first when the list leaves it out)."""
-    names = [str(p) for p in pricing["profiles"]]  # type: ignore[attr-defined]
-    primary = str(pricing["primary"])
-    return names if primary in names else [primary, *names]
-
-
 def _paths(
     given: Mapping[str, str | os.PathLike[str]] | Sequence[str | os.PathLike[str]] | None,
     default_dir: Path,
@@ -142,7 +134,7 @@ def write_stats(
     layout = Layout(study.results_dir)
     in_paths = _paths(inputs, layout.datasets, STATS_INPUTS)
     out_paths = _paths(outputs, layout.stats, tuple(STATS))
-    settings = settings_of(study)
+    settings = study.statistics
     with StageLog(log) as out:
         started = time.perf_counter()
         tables = {
@@ -154,8 +146,7 @@ def write_stats(
         files = list(configs) if configs else config_files_of(study.source)
         for error in eval_errors(tables["runs"]):
             out.line(f"evaluation error {error.run_id} ({error.task}): {error.status}")
-        pricing = study.section("pricing")
-        profile = str(pricing["primary"])
+        profile = study.pricing.primary
         result = compute_statistics(
             tables["runs"],
             tables.get("tool_calls"),
@@ -165,7 +156,7 @@ def write_stats(
             task_order=study.tasks,
             agent_order=study.agents,
             redo_command=redo_command(files, overrides) if files else None,
-            profiles=profile_order(pricing),
+            profiles=list(study.pricing.names),
         )
         recorded = {SETTINGS_FIELD: json.dumps(settings.computed_with(), sort_keys=True)}
         for name, path in out_paths.items():

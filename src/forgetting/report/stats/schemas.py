@@ -25,7 +25,7 @@ import pyarrow as pa
 from forgetting.records.schemas import CONFIGURATION_COLUMNS, keyed
 
 #: the schema metadata field of every statistics file recording the settings it was computed with
-#: (JSON of :meth:`forgetting.report.stats.settings.StatsSettings.computed_with`)
+#: (JSON of :meth:`forgetting.study.statistics.StatsSettings.computed_with`)
 SETTINGS_FIELD = "forgetting.statistics"
 
 _IDENTITY = [("agent", pa.string()), ("configuration", pa.string()), *CONFIGURATION_COLUMNS]

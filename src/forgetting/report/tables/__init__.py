@@ -24,11 +24,11 @@ from forgetting.foundation.stagelog import StageLog
 from forgetting.records.schemas import read_dataset, read_metadata
 from forgetting.report.stats.labels import provenance_note
 from forgetting.report.stats.schemas import SETTINGS_FIELD, STATS
-from forgetting.report.stats.settings import StatsSettings, settings_of
 from forgetting.report.tables.build import BUILDERS, FORMATS, TABLES, StatsTables
 from forgetting.report.tables.notes import NoteContext
 from forgetting.report.tables.writers import to_markdown, write_table
 from forgetting.study.config import Study
+from forgetting.study.statistics import StatsSettings
 
 __all__ = ["FORMATS", "TABLES", "load_stats_tables", "render_table", "table_paths", "write_tables"]
 
@@ -80,9 +80,9 @@ def load_stats_tables(
     """The statistics of ``study`` (from its ``stats/`` Parquet files) ready for tables and figures."""
     paths = _stats_paths(study, inputs)
     tables = {n: read_dataset(paths[n], STATS[n]) for n in STATS}
-    settings = settings_of(study)
+    settings = study.statistics
     check_computed_with(paths, settings)
-    primary = str(study.section("pricing")["primary"])
+    primary = str(study.pricing.primary)
     used = {p for p in tables["summary"].column("pricing_profile").to_pylist() if p}
     if used and used != {primary}:
         raise RunOutputError(

@@ -20,9 +20,9 @@ import numpy as np
 import forgetting.report.tables.format as fmt
 from forgetting.grid import BASELINE
 from forgetting.report.stats.holm import holm_adjust
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.notes import ci_header, few_tasks_note, holm_note, resamples_note
 from forgetting.report.tables.writers import Heading, Table, latex_escape
+from forgetting.study.statistics import StatsSettings
 
 #: a table's row: a summary row of the statistics (or a comparison), with any fields a table adds
 Row = Mapping[str, Any]

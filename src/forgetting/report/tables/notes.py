@@ -5,7 +5,7 @@ treat repeats (``statistics.baseline_median``), what the cost ratios compare
 (``statistics.cost_statistic``), the re-fetch rate (``statistics.refetch_rate``), the
 Holm–Bonferroni families (``statistics.holm_family``, with their sizes as counted), what an
 evaluation error counts as (``evaluation.on_error``), the analysis thresholds and the pricing
-profile's cache rules all come from :class:`~forgetting.report.stats.settings.StatsSettings` and
+profile's cache rules all come from :class:`~forgetting.study.statistics.StatsSettings` and
 :class:`NoteContext`, so a changed setting changes its note.
 """
 
@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from forgetting.cost.pricing import profiles_from_config
 from forgetting.foundation import config_schema
-from forgetting.report.stats.settings import StatsSettings
+from forgetting.study.statistics import StatsSettings
 
 
 def _analysis_default(key: str) -> Any:
@@ -43,17 +42,14 @@ class NoteContext:
 
     @classmethod
     def from_study(cls, study: Any) -> NoteContext:
-        analysis = study.section("analysis")
-        pricing = study.section("pricing")
-        profiles, primary = profiles_from_config(pricing, study.root)
-        profile = next(p for p in profiles if p.name == primary)
+        analysis, pricing = study.analysis, study.pricing
         return cls(
-            refetch_threshold=float(analysis["refetch_threshold"]),
-            looping_window=int(analysis["looping_window"]),
-            turn_cap=int(study.section("agent")["turn_cap"]),
-            pricing=(primary, cache_rules(profile)),
-            profile_rules=tuple((p.name, cache_rules(p)) for p in profiles),
-            prompt_tolerance=float(pricing["prompt_tolerance"]),
+            refetch_threshold=analysis.refetch_threshold,
+            looping_window=analysis.looping_window,
+            turn_cap=analysis.turn_cap,
+            pricing=(pricing.primary, cache_rules(pricing.primary_profile)),
+            profile_rules=tuple((p.name, cache_rules(p)) for p in pricing.profiles),
+            prompt_tolerance=pricing.prompt_tolerance,
         )
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from forgetting.report.stats.settings import StatsSettings
 from forgetting.report.tables.notes import NoteContext
+from forgetting.study.statistics import StatsSettings
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,8 @@ from forgetting.run.proxy.openai_api import (
     summarize_response,
     upstream_error_body,
 )
-from forgetting.run.proxy.settings import ProxySettings
 from forgetting.run.proxy.upstream import Access, Upstream
+from forgetting.study.proxy import ProxySettings
 
 RUN_HEADER = "X-Forgetting-Run"
 SEED_HEADER = "X-Forgetting-Seed"
@@ -397,7 +397,7 @@ def start_proxy(
     actions: ActionSyntax | None,
     host: str = "127.0.0.1",
     port: int = 0,
-    settings: ProxySettings | None = None,
+    settings: ProxySettings,
     access: Access | None = None,
     counting: Counting | None = None,
     server_info: Mapping[str, Any] | None = None,
@@ -413,9 +413,8 @@ def start_proxy(
     ``counting``: how the call log counts the prompts (default: Qwen3-Coder's format with
     Qwen's BPE, named an approximation in the header); ``server_info``: what the model server
     said of its prefix cache (:func:`forgetting.run.model_server.cache_info`), recorded in the
-    header for the cost stage."""
+    header for the cost stage. ``settings``: the study's (``study.proxy``)."""
     counting = counting or Counting()
-    settings = settings or ProxySettings.from_config()
     if not _RUN_ID.fullmatch(run_id):
         raise UserError(
             f"--run-id {run_id!r}: expected 1–512 printable ASCII characters without spaces "

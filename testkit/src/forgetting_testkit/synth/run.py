@@ -25,7 +25,7 @@ import numpy as np
 
 from forgetting import __version__
 from forgetting.agents import action_syntax
-from forgetting.deletion import DeletionSettings, Reducer
+from forgetting.deletion import Reducer
 from forgetting.foundation.atomic import replace_dir
 from forgetting.foundation.layout import CALLS, EVAL_JSON, PATCH, RUN_JSON, TRAJECTORY, Layout
 from forgetting.foundation.seeds import derive_seed, unit
@@ -34,8 +34,6 @@ from forgetting.prompt.messages import ActionSyntax
 from forgetting.records import SYNTHETIC_BACKEND, RunRecord, write_run_record
 from forgetting.records.calllog import CallLogWriter
 from forgetting.records.eval_report import EvalReport, patch_digest
-from forgetting.run.model_server import served_name_of
-from forgetting.run.settings import RunnerSettings
 from forgetting.study.config import Study
 from forgetting.study.plan import Run
 from forgetting_testkit.synth.agent import Sight, SyntheticAgent, profile_of
@@ -117,19 +115,19 @@ def synthesize_run(study: Study, run: Run, gen_seed: int) -> RunResult:
 
 
 def _generate(study: Study, run: Run, gen_seed: int, out: Path) -> RunResult:
-    model = study.section("model")
-    served = served_name_of(model)
+    model = study.model.section
+    served = study.runner.served_name
     window = int(model["context_window"])
     max_tokens = int(model["max_tokens"])
-    cap = int(study.section("agent")["turn_cap"])
+    cap = int(study.agent.turn_cap)
     world = task_world(run.task, gen_seed)
     rng = np.random.default_rng(derive_seed(gen_seed, run.run_id))
     agent = SyntheticAgent(world, profile_of(run.agent), rng, scopes=run.deletion.parts)
     render = renderer_for(run.agent, world, rng)
     # the agent's own action pattern, as the runner hands it to the proxy
-    actions = action_syntax(run.agent, RunnerSettings.mini_files_from_study(study).get(run.agent))
+    actions = action_syntax(run.agent, study.runner.mini_config_files.get(run.agent))
     reducer = Reducer(run.deletion, run.seed, actions=actions,
-                      settings=DeletionSettings.from_config(study.section("deletion")))
+                      settings=study.deletion)
     tools = render.tools
     header = {
         "run_id": run.run_id,

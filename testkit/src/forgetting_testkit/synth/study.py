@@ -77,7 +77,7 @@ def check_out_dir(out: Path, source: Study, record: dict[str, Any]) -> None:
     """Refuse a directory holding anything but this synthetic study (see the module docstring)."""
     out = out.resolve()
     real = source.results_dir.resolve()
-    if not _is_synthetic(dict(source.raw)) and (_inside(out, real) or _inside(real, out)):
+    if not _is_synthetic(source.as_config()) and (_inside(out, real) or _inside(real, out)):
         raise UserError(
             f"--out {out}: that is (or holds) the results directory of the study {source.source} "
             f"({real}); synthetic runs are never written among real results, choose another directory"
@@ -135,7 +135,7 @@ def synthetic_config(source: Study, config: dict[str, Any], out: Path, runs: int
             dataset[key] = _absolute(root, dataset[key])
     cfg["dataset"] = dataset
     pricing = dict(cfg.get("pricing") or {})
-    pricing["dir"] = _absolute(root, source.section("pricing")["dir"])
+    pricing["dir"] = _absolute(root, source.raw["pricing"]["dir"])
     cfg["pricing"] = pricing
     analysis = dict(cfg.get("analysis") or {})
     if analysis.get("label_rules"):

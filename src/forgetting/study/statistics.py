@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from forgetting.foundation import config_schema
 
@@ -21,7 +21,7 @@ TABLES_STAGE: tuple[str, ...] = ("holm_family", "min_paired_tasks")
 
 
 @dataclass(frozen=True)
-class StatsSettings:
+class StatsSettings(config_schema.Section):
     resamples: int
     seed: int
     confidence: float
@@ -33,6 +33,7 @@ class StatsSettings:
     on_error: str  # evaluation.on_error
     #: the fewest paired tasks on which a table marks a result significant (0: always)
     min_paired_tasks: int
+    PATH: ClassVar[str] = "statistics"
 
     @property
     def alpha(self) -> float:
@@ -48,25 +49,16 @@ class StatsSettings:
         return {key: getattr(self, key) for key in TABLES_STAGE}
 
     @classmethod
-    def from_section(
-        cls, section: Mapping[str, Any] | None = None, *, source: str | None = None, on_error: str | None = None
-    ) -> StatsSettings:
-        """From a ``statistics`` section (or part of one: checked against the schema, its
-        defaults filled; None: the defaults) and ``evaluation.on_error`` (None: its default)."""
-        s = config_schema.section("statistics", section, source=source)
-        evaluation = config_schema.section("evaluation", {} if on_error is None else {"on_error": on_error},
-                                           source=source)
+    def from_filled(cls, values: Mapping[str, Any], *, on_error: str | None = None) -> StatsSettings:
+        """From a checked ``statistics`` section and ``evaluation.on_error`` (None: the schema's
+        default, for a section handed in apart from a study)."""
+        s = values
         return cls(
             resamples=int(s["resamples"]), seed=int(s["seed"]), confidence=float(s["confidence"]),
             baseline_median=str(s["baseline_median"]), refetch_rate=str(s["refetch_rate"]),
             cost_statistic=str(s["cost_statistic"]), holm_family=str(s["holm_family"]),
-            missing_runs=str(s["missing_runs"]), on_error=str(evaluation["on_error"]),
+            missing_runs=str(s["missing_runs"]), on_error=str(on_error if on_error is not None else
+                         config_schema.schema_at("evaluation.on_error")["default"]),
             min_paired_tasks=int(s["min_paired_tasks"]),
         )
 
-
-def settings_of(study: Any) -> StatsSettings:
-    """The statistics settings of a :class:`forgetting.study.config.Study`."""
-    return StatsSettings.from_section(
-        study.section("statistics"), source=study.source, on_error=study.section("evaluation")["on_error"],
-    )

@@ -12,7 +12,7 @@ from forgetting.foundation import config_schema
 
 
 @dataclass(frozen=True)
-class ProxySettings:
+class ProxySettings(config_schema.Section):
     """The keys of ``execution.proxy`` (config/README.md), and the ``deletion`` section."""
 
     deletion: DeletionSettings
@@ -36,16 +36,14 @@ class ProxySettings:
     idle_timeout_s: float
     #: largest request body accepted (not configurable)
     max_request_bytes: ClassVar[int] = 64 * 1024 * 1024
+    PATH: ClassVar[str] = "execution.proxy"
 
     @classmethod
-    def from_config(
-        cls, proxy_section: Mapping[str, Any] | None = None, deletion_section: Mapping[str, Any] | None = None
-    ) -> ProxySettings:
-        """From ``study.section("execution")["proxy"]`` and ``study.section("deletion")``, or
-        parts of them (checked against the schema, its defaults filled; None: the defaults)."""
-        p = config_schema.section("execution.proxy", proxy_section)
+    def from_filled(cls, values: Mapping[str, Any], *, deletion: DeletionSettings) -> ProxySettings:
+        """From a checked ``execution.proxy`` section and the study's deletion settings."""
+        p = values
         return cls(
-            deletion=DeletionSettings.from_config(deletion_section), retries=int(p["retries"]),
+            deletion=deletion, retries=int(p["retries"]),
             backoff_s=float(p["backoff_s"]), backoff_max_s=float(p["backoff_max_s"]), jitter=float(p["jitter"]),
             max_wait_s=float(p["max_wait_s"]), timeout_s=float(p["timeout_s"]),
             connect_timeout_s=float(p["connect_timeout_s"]), fsync=bool(p["fsync"]),
@@ -53,9 +51,12 @@ class ProxySettings:
         )
 
     @classmethod
-    def from_study(cls, study: Any) -> ProxySettings:
-        """From a :class:`forgetting.study.config.Study`."""
-        return cls.from_config(study.section("execution")["proxy"], study.section("deletion"))
+    def from_parts(
+        cls, proxy: Mapping[str, Any] | None = None, deletion: Mapping[str, Any] | None = None
+    ) -> ProxySettings:
+        """From parts of ``execution.proxy`` and ``deletion`` handed in apart from a study (a
+        test's; each checked, its defaults filled); a loaded study holds its own (``study.proxy``)."""
+        return cls.from_section(proxy, deletion=DeletionSettings.from_section(deletion))
 
     def as_dict(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self)}

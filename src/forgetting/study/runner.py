@@ -15,15 +15,18 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from forgetting.agents import MINI_AGENTS
-from forgetting.evaluate.settings import ApptainerSettings, EvalSettings
 from forgetting.foundation import config_schema
 from forgetting.foundation.errors import ConfigError
 from forgetting.instances.dataset_file import DatasetSource, dataset_source
-from forgetting.run.model_server import served_name_of
-from forgetting.study.config import PROJECT_ROOT, Study
+from forgetting.study.evaluation import ApptainerSettings, EvalSettings
+
+
+def served_name_of(model: Mapping[str, Any]) -> str:
+    """The name agents send in requests: ``model.served_name``, else ``model.name``."""
+    return str(model.get("served_name") or model["name"])
 
 
 def _expand(value: str) -> str:
@@ -38,13 +41,12 @@ def _rooted(root: Path, value: str) -> Path:
 
 def _path(root: Path, value: str) -> Path:
     """A config path, ``~`` and ``$VARS`` expanded, relative ones against the project root."""
-    return _rooted(root, _expand(value))
+    return config_schema.config_path(value, root)
 
 
-def mini_config_files(agent: Mapping[str, Any] | None, root: Path = PROJECT_ROOT) -> dict[str, Path | None]:
-    """``agent.mini.config_file`` / ``agent.mini-text.config_file`` of an ``agent`` section
-    (None: mini's own); a named file that does not exist is an error."""
-    agent = config_schema.section("agent", agent)
+def mini_config_files(agent: Mapping[str, Any], root: Path) -> dict[str, Path | None]:
+    """``agent.mini.config_file`` / ``agent.mini-text.config_file`` of a checked ``agent``
+    section (None: mini's own); a named file that does not exist is an error."""
     files: dict[str, Path | None] = {}
     for name in MINI_AGENTS:
         value = agent[name].get("config_file")  # optional: mini-swe-agent's own config
@@ -55,7 +57,7 @@ def mini_config_files(agent: Mapping[str, Any] | None, root: Path = PROJECT_ROOT
 
 
 @dataclass(frozen=True)
-class TraeSettings:
+class TraeSettings(config_schema.Section):
     #: the Trae agent image (containers/trae-agent.def); its /opt/trae-agent is bound into the
     #: instance container (``--bind IMAGE:/opt/trae-agent:image-src=/opt/trae-agent``)
     apptainer_image: Path | None
@@ -66,11 +68,12 @@ class TraeSettings:
     executable: str
     #: Trae's own retries of a failed model call (its ``max_retries``)
     max_retries: int
+    PATH: ClassVar[str] = "agent.trae"
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None, *, root: Path = PROJECT_ROOT) -> TraeSettings:
-        """From ``agent.trae`` (or part of it; checked, its defaults filled)."""
-        trae = config_schema.section("agent.trae", section)
+    def from_filled(cls, values: Mapping[str, Any], *, root: Path = config_schema.PROJECT_ROOT) -> TraeSettings:
+        """From a checked ``agent.trae``."""
+        trae = values
         image, install = trae.get("apptainer_image"), trae.get("install_dir")  # optional: no image
         if image and install:
             raise ConfigError("agent.trae: give apptainer_image or install_dir, not both")
@@ -80,6 +83,10 @@ class TraeSettings:
             executable=str(trae["executable"]),
             max_retries=int(trae["max_retries"]),
         )
+
+
+#: the sections a batch of runs reads
+RUNNER_SECTIONS: tuple[str, ...] = ("agent", "execution", "model", "dataset", "evaluation")
 
 
 @dataclass(frozen=True)
@@ -117,27 +124,12 @@ class RunnerSettings:
         """When a run that ignores its own time limit is killed: the limit plus a grace period."""
         return self.run_timeout_s + max(60.0, 0.1 * self.run_timeout_s)
 
-    @staticmethod
-    def mini_files_from_study(study: Study) -> dict[str, Path | None]:
-        """``agent.mini.config_file`` / ``agent.mini-text.config_file`` (None: mini's own)."""
-        return mini_config_files(study.section("agent"), study.root)
-
     @classmethod
-    def from_study(cls, study: Study) -> RunnerSettings:
-        return cls.from_config(study.raw, root=study.root)
-
-    @classmethod
-    def from_config(cls, cfg: Mapping[str, Any], *, root: Path = PROJECT_ROOT) -> RunnerSettings:
-        """From a study config's mapping — a loaded study's, or a part of one that names at
-        least ``model`` and ``dataset`` (its sections checked, every default the schema's);
-        relative paths against ``root`` (a study's root, by default this checkout)."""
-        cfg = config_schema.filled(cfg)
-        agent = config_schema.section("agent", cfg["agent"])
-        execution = config_schema.section("execution", cfg["execution"])
-        model = config_schema.section("model", cfg.get("model"))
-        dataset = config_schema.section("dataset", cfg.get("dataset"))
+    def from_filled(cls, cfg: Mapping[str, Any], *, root: Path, evaluation: EvalSettings) -> RunnerSettings:
+        """From a checked study config (every section filled: what :func:`forgetting.study.config.load_study`
+        holds) and its evaluation settings; relative paths against ``root`` (the study's root)."""
+        agent, execution, model, dataset = cfg["agent"], cfg["execution"], cfg["model"], cfg["dataset"]
         scratch = execution.get("scratch_dir")  # optional: the system's temporary directory
-        evaluation = EvalSettings.from_section(cfg["evaluation"], root=root, scratch=scratch)
         return cls(
             turn_cap=int(agent["turn_cap"]),
             command_timeout_s=int(agent["command_timeout_s"]),
@@ -153,7 +145,19 @@ class RunnerSettings:
             apptainer_exec_args=evaluation.apptainer.exec_args,
             apptainer_settings=evaluation.apptainer,
             mini_config_files=mini_config_files(agent, root),
-            trae=TraeSettings.from_section(agent["trae"], root=root),
+            trae=TraeSettings.from_filled(agent["trae"], root=root),
             force_rerun=bool(cfg["force_rerun"]),
             fixed_test_durations=bool(agent["fixed_test_durations"]),
         )
+
+    @classmethod
+    def from_parts(cls, cfg: Mapping[str, Any], *, root: Path = config_schema.PROJECT_ROOT) -> RunnerSettings:
+        """From part of a study config handed in apart from a study (a test's), naming at least
+        ``model`` and ``dataset``: each section it needs checked, every default the schema's; a
+        loaded study holds its own (``study.runner``)."""
+        filled = config_schema.filled(cfg)
+        for key in RUNNER_SECTIONS:
+            filled[key] = config_schema.section(key, filled.get(key))
+        scratch = filled["execution"].get("scratch_dir")  # optional: the system's
+        evaluation = EvalSettings.from_filled(filled["evaluation"], root=root, scratch=scratch)
+        return cls.from_filled(filled, root=root, evaluation=evaluation)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from forgetting.foundation import config_schema
@@ -59,7 +59,7 @@ def check_base_url(url: str, key: str = "model.endpoint.base_url") -> str:
 
 
 @dataclass(frozen=True)
-class EndpointSettings:
+class EndpointSettings(config_schema.Section):
     """The keys of ``model.endpoint``."""
 
     #: the API root (None: read from ``address_file``)
@@ -72,23 +72,22 @@ class EndpointSettings:
     api_key_env: str | None
     #: requests in flight at once across a batch's runs (None: one per run in flight)
     max_concurrent_requests: int | None
+    PATH: ClassVar[str] = "model.endpoint"
 
     @classmethod
-    def from_model(cls, model: Mapping[str, Any], root: Path | None = None) -> EndpointSettings:
-        """From a ``model`` section (checked against the schema, its defaults filled); relative
-        paths against ``root`` (the study's root; None: as given)."""
-        e = config_schema.section("model.endpoint", model.get("endpoint"))
+    def from_filled(cls, values: Mapping[str, Any], *, root: Path | None = None) -> EndpointSettings:
+        """From a checked ``model.endpoint`` section of a study whose ``model.backend`` is
+        ``endpoint``; relative paths against ``root`` (the study's root; None: as given)."""
+        e = values
         url, address = e.get("base_url"), e.get("address_file")  # optional: one of the two
-        if model.get("backend") == "endpoint" and bool(url) == bool(address):
+        if bool(url) == bool(address):
             raise ConfigError("model.endpoint: give base_url (a running server's API root) or address_file "
                               "(what `forgetting serve` publishes), exactly one of them")
         if url:
             check_base_url(str(url))
         path: Path | None = None
         if address:
-            path = Path(os.path.expandvars(os.path.expanduser(str(address))))
-            if root is not None and not path.is_absolute():
-                path = Path(root) / path
+            path = config_schema.config_path(address, root)
         name = e.get("api_key_env")  # optional: no key
         if name is not None:
             check_key_name(str(name))

@@ -9,11 +9,10 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from forgetting.foundation import config_schema
 from forgetting.instances.images import InstanceImages
-from forgetting.study.config import PROJECT_ROOT, Study
 
 
 def _expanded(value: str) -> Path:
@@ -21,7 +20,8 @@ def _expanded(value: str) -> Path:
 
 
 @dataclass(frozen=True)
-class ApptainerSettings:
+class ApptainerSettings(config_schema.Section):
+    PATH: ClassVar[str] = "evaluation.apptainer"
     executable: str
     #: ``apptainer exec`` options: a private /tmp and $HOME, a clean environment, root inside
     #: the container (the images' /testbed belongs to root); the writable layer apart
@@ -37,12 +37,11 @@ class ApptainerSettings:
     tmp_dir: Path
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None, *,
-                     scratch: str | os.PathLike[str] | None = None) -> ApptainerSettings:
-        """From ``evaluation.apptainer`` (or part of it; checked, its defaults filled);
-        ``scratch``: ``execution.scratch_dir``, where the layers, cache and temporary directory
-        go unless the section names its own."""
-        s = config_schema.section("evaluation.apptainer", section)
+    def from_filled(cls, values: Mapping[str, Any], *,
+                    scratch: str | os.PathLike[str] | None = None) -> ApptainerSettings:
+        """From a checked ``evaluation.apptainer``; ``scratch``: ``execution.scratch_dir``, where
+        the layers, cache and temporary directory go unless the section names its own."""
+        s = values
         own = s.get("scratch_dir")  # optional: execution.scratch_dir, else the system's
         root = _expanded(own) if own else (_expanded(scratch) if scratch else Path(tempfile.gettempdir()))
         cache, tmp = s.get("cache_dir"), s.get("tmp_dir")  # optional: under the scratch directory
@@ -62,68 +61,65 @@ class ApptainerSettings:
 
 
 @dataclass(frozen=True)
-class DockerSettings:
+class DockerSettings(config_schema.Section):
+    PATH: ClassVar[str] = "evaluation.docker"
+    #: the harness's interpreter (left out: this one), its start-up wait, the model name it records
     python: str
     startup_s: int
     model_name: str
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None) -> DockerSettings:
-        """From ``evaluation.docker`` (or part of it); ``python`` left out: this interpreter."""
-        s = config_schema.section("evaluation.docker", section)
+    def from_filled(cls, values: Mapping[str, Any], **context: Any) -> DockerSettings:
+        """From a checked ``evaluation.docker``; ``python`` left out: this interpreter."""
+        s = values
         python = s.get("python")  # optional: the running interpreter
         return cls(python=str(python) if python else sys.executable, startup_s=int(s["startup_s"]),
                    model_name=str(s["model_name"]))
 
 
 @dataclass(frozen=True)
-class LocalSettings:
+class LocalSettings(config_schema.Section):
+    PATH: ClassVar[str] = "evaluation.local"
     test_cmd: str
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None) -> LocalSettings:
-        """From ``evaluation.local`` (or part of it)."""
-        return cls(test_cmd=str(config_schema.section("evaluation.local", section)["test_cmd"]))
+    def from_filled(cls, values: Mapping[str, Any], **context: Any) -> LocalSettings:
+        """From a checked ``evaluation.local``."""
+        return cls(test_cmd=str(values["test_cmd"]))
 
 
 @dataclass(frozen=True)
-class EvalSettings:
+class EvalSettings(config_schema.Section):
     """How runs are evaluated: the backend, its limits and where its images live."""
 
     backend: str
     timeout_s: int
     workers: int
     image_dir: Path
+    #: ``evaluation.image_dir`` as given (the workflow names it so: relative paths stay relative)
+    image_dir_value: str
     #: the instance images' names and architecture (``evaluation.instance_images``)
     images: InstanceImages
     apptainer: ApptainerSettings
     docker: DockerSettings
     local: LocalSettings
+    PATH: ClassVar[str] = "evaluation"
 
     @classmethod
-    def from_section(cls, section: Mapping[str, Any] | None = None, *, root: Path = PROJECT_ROOT,
-                     scratch: str | os.PathLike[str] | None = None) -> EvalSettings:
-        """From an ``evaluation`` section (or part of one: checked, its defaults filled; None:
-        the defaults); a relative ``image_dir`` is resolved against ``root`` (a study's root,
-        by default this checkout); ``scratch``: ``execution.scratch_dir``."""
-        s = config_schema.section("evaluation", section)
+    def from_filled(cls, values: Mapping[str, Any], *, root: Path = config_schema.PROJECT_ROOT,
+                    scratch: str | os.PathLike[str] | None = None) -> EvalSettings:
+        """From a checked ``evaluation`` section; a relative ``image_dir`` is resolved against
+        ``root`` (a study's root, by default this checkout); ``scratch``: ``execution.scratch_dir``."""
+        s = values
         image_dir = Path(os.path.expandvars(os.path.expanduser(str(s["image_dir"]))))
         return cls(
             backend=str(s["backend"]),
             timeout_s=int(s["timeout_s"]),
             workers=int(s["workers"]),
             image_dir=image_dir if image_dir.is_absolute() else root / image_dir,
-            images=InstanceImages.from_section(s["instance_images"]),
-            apptainer=ApptainerSettings.from_section(s["apptainer"], scratch=scratch),
-            docker=DockerSettings.from_section(s["docker"]),
-            local=LocalSettings.from_section(s["local"]),
+            image_dir_value=str(s["image_dir"]),
+            images=InstanceImages.from_filled(s["instance_images"]),
+            apptainer=ApptainerSettings.from_filled(s["apptainer"], scratch=scratch),
+            docker=DockerSettings.from_filled(s["docker"]),
+            local=LocalSettings.from_filled(s["local"]),
         )
-
-    @classmethod
-    def from_study(cls, study: Study, **overrides: Any) -> EvalSettings:
-        """The study's ``evaluation`` section; ``overrides`` replace top-level fields
-        (``backend``, ``timeout_s``) as the command line asks, checked against the schema like
-        the section's own values."""
-        clean = {k: v for k, v in overrides.items() if v is not None}
-        scratch = study.section("execution").get("scratch_dir")  # optional: the system's
-        return cls.from_section({**study.section("evaluation"), **clean}, root=study.root, scratch=scratch)
