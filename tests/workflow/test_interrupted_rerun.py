@@ -20,15 +20,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from forgetting.foundation.layout import RUN_JSON, Layout
 from forgetting.study.config import load_study
 from forgetting.study.plan import plan_batches
-from forgetting_testkit.runner import write_study
-from forgetting_testkit.workflow_runs import finish, outputs, snakemake
+from forgetting_testkit.workflow_runs import finish, outputs, snakemake, three_run_study
 
 pytestmark = pytest.mark.slow
 
@@ -37,24 +35,13 @@ BATCH_DOWNSTREAM = ("eval.json", "summary.parquet", "calls.parquet", "tool_calls
                     "timings.parquet")
 
 
-def study_config(tmp: Path) -> Path:
-    return write_study(
-        tmp,
-        agents=["mini-text"],
-        tasks={"ids": ["demo__confkit-1"]},
-        repeats={"baseline": 2, "deletion": 1},
-        configurations={"names": ["immediate-token-both-75"]},
-        agent={"turn_cap": 40, "command_timeout_s": 60, "fixed_test_durations": True},
-        execution={"concurrency": 1, "scratch_dir": str(tmp / "scratch")},
-        statistics={"resamples": 200},
-    )
 
 
 
 
 
 def test_a_forced_rerun_stopped_by_ctrl_c_is_completed_by_the_plain_command(tmp_path):
-    config = study_config(tmp_path)
+    config = three_run_study(tmp_path, tmp_path / "scratch")
     finish(snakemake(config))
     study = load_study(config)
     layout = Layout(study.results_dir)

@@ -37,8 +37,7 @@ from forgetting.foundation.faults import ONCE_ENV, SIGNAL_ENV
 from forgetting.foundation.layout import BATCH_DOWNSTREAM, EVAL_JSON, RUN_JSON, Layout
 from forgetting.study.config import load_study
 from forgetting.study.plan import plan_batches
-from forgetting_testkit.runner import write_study
-from forgetting_testkit.workflow_runs import finish, outputs, snakemake
+from forgetting_testkit.workflow_runs import finish, outputs, snakemake, three_run_study
 
 pytestmark = pytest.mark.slow
 
@@ -66,26 +65,13 @@ def cells() -> list:
             for stage in STAGES for how in SIGNALS]
 
 
-def study_config(tmp: Path, scratch: Path) -> Path:
-    """The study under ``tmp``; ``scratch``: the one scratch directory of the reference and every
-    cell (a run's workspace path appears in its tool outputs, so in its prompts' tokens)."""
-    return write_study(
-        tmp,
-        agents=["mini-text"],
-        tasks={"ids": ["demo__confkit-1"]},
-        repeats={"baseline": 2, "deletion": 1},
-        configurations={"names": ["immediate-token-both-75"]},
-        agent={"turn_cap": 40, "command_timeout_s": 60, "fixed_test_durations": True},
-        execution={"concurrency": 1, "scratch_dir": str(scratch)},
-        statistics={"resamples": 200},
-    )
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> tuple[Path, dict[str, bytes]]:
     """The uninterrupted study's results directory and what it reports."""
     tmp = tmp_path_factory.mktemp("reference")
-    config = study_config(tmp, tmp_path_factory.getbasetemp() / "scratch")
+    config = three_run_study(tmp, tmp_path_factory.getbasetemp() / "scratch")
     finish(snakemake(config))
     results = Layout(load_study(config).results_dir).results
     return results, outputs(results)
@@ -120,7 +106,7 @@ def stale_claims(layout: Layout, batches) -> list[str]:
 @pytest.mark.parametrize(("stage", "how"), cells())
 def test_an_interrupted_stage_is_redone_by_the_plain_command(reference, tmp_path_factory, tmp_path, stage, how):
     ref_results, expected = reference
-    config = study_config(tmp_path, tmp_path_factory.getbasetemp() / "scratch")
+    config = three_run_study(tmp_path, tmp_path_factory.getbasetemp() / "scratch")
     study = load_study(config)
     layout = Layout(study.results_dir)
     shutil.copytree(ref_results, layout.results, symlinks=True)

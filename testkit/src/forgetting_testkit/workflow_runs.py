@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
+from forgetting_testkit.runner import write_study
 
 
 def snakemake(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -34,3 +35,20 @@ def outputs(results: Path) -> dict[str, bytes]:
             if path.is_file() and path.name != "timings.parquet":
                 files[str(path.relative_to(results))] = path.read_bytes()
     return files
+
+
+def three_run_study(tmp: Path, scratch: Path) -> Path:
+    """A narrowed demo study under ``tmp`` (mini-text, one task, the baseline twice and one
+    deletion configuration: three runs in two batches), its workspaces under ``scratch`` (a
+    run's workspace path appears in its tool outputs, so in its prompts' tokens: studies whose
+    outputs are compared share one)."""
+    return write_study(
+        tmp,
+        agents=["mini-text"],
+        tasks={"ids": ["demo__confkit-1"]},
+        repeats={"baseline": 2, "deletion": 1},
+        configurations={"names": ["immediate-token-both-75"]},
+        agent={"turn_cap": 40, "command_timeout_s": 60, "fixed_test_durations": True},
+        execution={"concurrency": 1, "scratch_dir": str(scratch)},
+        statistics={"resamples": 200},
+    )
