@@ -138,3 +138,43 @@ def test_auto_counting_follows_the_backend(model_dir, tmp_path):
     assert ep.served is not None and ep.served.files.template_source == model_dir / "tokenizer_config.json"
     with pytest.raises(ConfigError, match=r"model\.tokenizer_dir"):
         counting_for(filled_model({"backend": "vllm", "name": "org/not-here", "vllm": {"model_dir": str(tmp_path)}}))
+
+
+@pytest.mark.parametrize("style", ["tool_calls", "text"])
+def test_a_growing_history_renders_only_a_window_and_counts_exactly_as_the_whole(model_dir, style, monkeypatch):
+    fmt = ServedFormat(load(str(model_dir), str(TEMPLATE)).files)  # a fresh one: no previous request
+    assert fmt.incremental
+    tools = TOOLS if style == "tool_calls" else None
+    full = history(style, 12)
+    rendered: list[int] = []
+    whole_blocks = fmt._whole_blocks
+    monkeypatch.setattr(fmt, "_whole_blocks", lambda conv, t: rendered.append(len(conv)) or whole_blocks(conv, t))
+    for k in range(3, len(full) + 1, 2):
+        rendered.clear()
+        msgs = full[:k]
+        assert fmt.prompt_token_ids(msgs, tools) == whole(fmt, msgs, tools)
+        if k > 3:  # the first message, the previous request's last one and the two new ones
+            assert rendered == [1 + 1 + 2]
+    rewritten = [*full[:5], {**full[5], "content": "[deleted]"}, *full[6:]]  # deletion rewrites the past
+    rendered.clear()
+    assert fmt.prompt_token_ids(rewritten, tools) == whole(fmt, rewritten, tools)
+    assert rendered == [len(rewritten)]
+    rendered.clear()
+    other = [{"type": "function", "function": {"name": "other", "parameters": {"type": "object"}}}]
+    grown = [*rewritten, {"role": "user", "content": "more"}]
+    assert fmt.prompt_token_ids(grown, other) == whole(fmt, grown, other)  # other tools: the whole render
+    assert rendered == [len(grown)]
+
+
+def test_a_template_that_looks_across_messages_is_always_rendered_whole(model_dir, tmp_path):
+    # the last message is rendered differently: a window would keep its old block
+    template = tmp_path / "last.jinja"
+    template.write_text(
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] or '' }}"
+        "{% if loop.last %} (last){% endif %}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    fmt = ServedFormat(load(str(model_dir), str(template)).files)
+    assert not fmt.incremental
+    full = history("text", 4)
+    for k in range(3, len(full) + 1):
+        assert fmt.prompt_token_ids(full[:k], None) == whole(fmt, full[:k])

@@ -182,6 +182,10 @@ class ServedFormat:
         self._ids: dict[str, list[int]] = {}
         #: the last request's messages and their conversion (a history grows by appending)
         self._prev: tuple[list[Message], list[dict[str, Any]]] = ([], [])
+        #: the last request's conversion, tools and blocks, for :meth:`blocks` to extend
+        self._last: tuple[list[dict[str, Any]], Any, list[Block]] | None = None
+        self.incremental = False
+        self.incremental = self._local_on_probe()
 
     def _render(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None,
                 generation: bool) -> str:
@@ -215,8 +219,79 @@ class ServedFormat:
         return out
 
     def blocks(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None) -> list[Block]:
-        """The prompt's blocks before the generation prompt."""
-        text = self.render(messages, tools)
+        """The prompt's blocks before the generation prompt.
+
+        Incremental: a request whose history extends the previous request's (the common case:
+        an agent appends its turn and the tool's output) renders only a window, the first
+        message, the previous request's last one and the new ones, instead of the whole
+        history (the template's cost grows with the number of messages, not their length).
+        The window's first blocks must come out equal to the previous request's blocks of the
+        same messages, else the whole history is rendered; and a template is rendered this
+        way only if, on a probe history of every role, the windows compose to exactly the
+        whole render (:meth:`_local_on_probe`), i.e. it renders each message on its own, as
+        ChatML templates do. Anything else (a history rewritten by deletion, other tools)
+        renders the whole prompt."""
+        conv = self._converted(list(messages))
+        out = self._extended(conv, tools) if self.incremental else None
+        if out is None:
+            out = self._whole_blocks(conv, tools)
+        self._last = (conv, list(tools) if tools else None, out)
+        return out
+
+    def _extended(self, conv: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> list[Block] | None:
+        """The blocks of ``conv`` from the previous request's by a window's render, or None."""
+        if self._last is None:
+            return None
+        prev, prev_tools, prev_blocks = self._last
+        n, extra = len(prev), len(prev_blocks) - len(prev)
+        if n < 2 or len(conv) <= n or extra not in (0, 1) or (list(tools) if tools else None) != prev_tools:
+            return None
+        if any(a is not b and a != b for a, b in zip(conv[:n], prev, strict=False)):
+            return None
+        window = self._whole_blocks(conv[:1] + conv[n - 1:], tools)
+        head = extra + 1
+        if (len(window) != head + 1 + len(conv) - n or window[:head] != prev_blocks[:head]
+                or window[head] != prev_blocks[-1]):
+            return None
+        return prev_blocks + window[head + 1:]
+
+    def _local_on_probe(self) -> bool:
+        """Whether windows compose to the whole render on a probe history of every role
+        (both message styles: text actions, tool calls and their results)."""
+        call = {"id": "p1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+        probe: list[Message] = [
+            {"role": "system", "content": "s"}, {"role": "user", "content": "u0"},
+            {"role": "assistant", "content": "a1"}, {"role": "user", "content": "u1"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "p1", "content": "t1"},
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "p1", "content": "t2"}, {"role": "user", "content": "u2"},
+            {"role": "assistant", "content": "a3"}, {"role": "user", "content": "u3"},
+        ]
+        tools = [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]
+        saved = self._prev
+        try:
+            for t in (None, tools):
+                for first in (0, 1):  # with and without a system message
+                    self._last = None
+                    for k in range(2 + first, len(probe) + 1):
+                        conv = [_vllm_message(m) for m in probe[first:k]]
+                        whole = self._whole_blocks(conv, t)
+                        got = self._extended(conv, t)
+                        if got is not None and got != whole:
+                            return False
+                        if got is None and k - first > 2:
+                            return False  # a window refused where the history grew
+                        self._last = (conv, list(t) if t else None, whole)
+        except TemplateError:
+            return False
+        finally:
+            self._last, self._prev = None, saved
+        return True
+
+    def _whole_blocks(self, conv: list[dict[str, Any]], tools: Sequence[Mapping[str, Any]] | None) -> list[Block]:
+        """The blocks of the converted messages ``conv``, rendered whole."""
+        text = self._render(conv, tools, True)
         if not text.endswith(self.generation_text):
             raise TemplateError(f"the chat template ({self.files.template_source}) rendered a prompt that does "
                                 "not end with its generation prompt")
