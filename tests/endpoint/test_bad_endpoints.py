@@ -153,8 +153,9 @@ def test_the_command_line_prints_one_error_line_and_exits_2(tmp_path, behaving):
         "concurrency": 1, "scratch_dir": str(tmp_path / "scratch"), "proxy": FAST})
     study = load_study(config)
     key = batch_of(study, "mini", "baseline").key
+    # a hang guard, not a speed limit: the one line comes before mini-swe-agent and litellm load
     done = subprocess.run([sys.executable, "-m", "forgetting", "run-batch", str(config), "--batch", key],
-                          cwd=ROOT, env=key_env(), capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, env=key_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr
