@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from forgetting.prompt.served_format import ServedFormat, load
+from forgetting_testkit.bpe_model import bpe_model_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
-SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run a command",
                                            "parameters": {"type": "object",
                                                           "properties": {"command": {"type": "string"}}}}}]
@@ -30,19 +30,8 @@ TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run a
 
 def model_dir(root: Path) -> Path:
     """A byte-level BPE trained here (no model hub) beside the shipped ChatML-with-tools template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     corpus = [f"def f_{i}(x):\n    return compute(x, {i})  # cat src/mod_{i}.py && ls -la\n" for i in range(2000)]
-    tok.train_from_iterator(corpus, trainer)
-    tok.save(str(root / "tokenizer.json"))
-    (root / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<|im_start|>", "eos_token": "<|im_end|>"}))
-    (root / "config.json").write_text("{}")
-    return root
+    return bpe_model_dir(root, corpus, vocab_size=2000)
 
 
 def trajectory(turns: int, output_chars: int) -> list[dict]:

@@ -17,6 +17,7 @@ from forgetting.prompt.served_format import Counting, ServedFormat, TemplateErro
 from forgetting.records.calllog import read_call_log
 from forgetting.run.counting import counting_for
 from forgetting.run.proxy import start_proxy
+from forgetting_testkit.bpe_model import bpe_model_dir
 from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import FAST, TOOLS, drive
@@ -24,7 +25,6 @@ from forgetting_testkit.runner import filled_model
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
-SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]
 # a template with a default system prompt, as SmolLM2's own
 OWN_TEMPLATE = (
     "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
@@ -37,21 +37,8 @@ OWN_TEMPLATE = (
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory) -> Path:
     """A model directory with a small byte-level BPE trained here and a ChatML template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    d = tmp_path_factory.mktemp("model")
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=SPECIALS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     corpus = [f"line {i}: value_{i} = compute({i}) # 中文 note; cat file.py && ls -la\n" for i in range(200)]
-    tok.train_from_iterator(corpus, trainer)
-    tok.save(str(d / "tokenizer.json"))
-    (d / "tokenizer_config.json").write_text(json.dumps(
-        {"chat_template": OWN_TEMPLATE, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>"}))
-    (d / "config.json").write_text("{}")
-    return d
+    return bpe_model_dir(tmp_path_factory.mktemp("model"), corpus, vocab_size=600, chat_template=OWN_TEMPLATE)
 
 
 def whole(fmt: ServedFormat, messages, tools=None) -> list[int]:
