@@ -22,7 +22,7 @@ import yaml
 from forgetting import cli
 from forgetting.analyze.batch import analyze_batch
 from forgetting.evaluate import evaluate_batch, read_report
-from forgetting.foundation.errors import ConfigError, ResourceError
+from forgetting.foundation.errors import ConfigError, ResourceError, UserError
 from forgetting.foundation.layout import Layout
 from forgetting.instances.load import load_available
 from forgetting.report.collect import collect
@@ -349,6 +349,13 @@ def test_snakemake_stops_on_a_negative_price_before_any_job(tmp_path):
 
 
 def test_a_price_sheet_broken_after_planning_fails_the_analysis_before_any_run(template, tmp_path):
+    """The study is parsed once per process, at its boundary: an analysis job builds it from the
+    workflow's config first (forgetting.workflow.study_of), so a price sheet broken after the
+    plan was made stops that job in one line before any run is read, its batch untouched."""
+    from types import SimpleNamespace
+
+    from forgetting.workflow import study_of
+
     study = fresh(template, tmp_path / "study")
     prices = tmp_path / "pricing"
     shutil.copytree(ROOT / "resources/pricing", prices)
@@ -356,12 +363,13 @@ def test_a_price_sheet_broken_after_planning_fails_the_analysis_before_any_run(t
     cfg["pricing"]["dir"] = str(prices)
     (tmp_path / "study" / "study.yaml").write_text(yaml.safe_dump(cfg))
     study = load_study(tmp_path / "study" / "study.yaml")
-    (prices / "paper.yaml").write_text(NEGATIVE)
     batch = plan_batches(study)[0]
+    (prices / "paper.yaml").write_text(NEGATIVE)
     d = Layout(study.results_dir).batch_dir(batch.key)
     before = digest(d)
-    with pytest.raises(ResourceError, match=r"paper\.yaml: per_million_tokens\.input must be ≥ 0"):
-        analyze_batch(study, batch, outputs={n: d / f"{n}.parquet" for n in BATCH_FILES}, log=tmp_path / "a.log")
+    with pytest.raises(UserError, match=r"paper\.yaml: per_million_tokens\.input must be ≥ 0"):
+        analyze_batch(study_of(SimpleNamespace(config=study.as_config())), batch,
+                      outputs={n: d / f"{n}.parquet" for n in BATCH_FILES}, log=tmp_path / "a.log")
     assert digest(d) == before
 
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import re
 import time
 from pathlib import Path
 
 from forgetting.foundation.errors import UserError
+from forgetting.foundation.seeds import text_hex
 
 #: where the study locks lie, inside the working directory's Snakemake directory
 STUDY_LOCKS = Path(".snakemake") / "studies"
@@ -45,7 +45,7 @@ class StudyBusy(UserError):
 
 def lock_path(results: Path, workdir: Path) -> Path:
     """The lock file of the study whose results directory is ``results``."""
-    key = hashlib.sha256(str(results.resolve()).encode()).hexdigest()[:16]
+    key = text_hex(str(results.resolve()))[:16]
     return workdir / STUDY_LOCKS / f"{key}.lock"
 
 
