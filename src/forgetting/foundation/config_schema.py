@@ -16,6 +16,7 @@ each ``if`` the object matches, as Snakemake's validation does.
 
 from __future__ import annotations
 
+import abc
 import collections
 import copy
 import functools
@@ -177,8 +178,9 @@ class Section:
     PATH: ClassVar[str]
 
     @classmethod
+    @abc.abstractmethod
     def from_filled(cls, values: Mapping[str, Any], **context: Any) -> Self:
-        raise NotImplementedError
+        """The section from its checked, filled values (each section class says how)."""
 
     @classmethod
     def from_section(cls, values: Mapping[str, Any] | None = None, *, source: str | None = None,
