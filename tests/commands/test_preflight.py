@@ -382,3 +382,45 @@ def test_the_trae_check_sees_the_images_bashrc_through_a_runs_own_launch(site, m
     # (the double names the host path its empty home stands at: WORKDIR/home, as Apptainer stages it)
     assert not check.ok and re.search(r"BASH_ENV=\S*/work/home/\.bashrc is not readable in the container",
                                       check.detail), check.detail
+
+
+def demo_config(tmp_path: Path, change=None) -> Path:
+    """config/demo.yaml with its paths made absolute and its results under ``tmp_path``."""
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    demo["study"]["results_dir"] = str(tmp_path / "results")
+    demo["tasks"]["ids_file"] = str(ROOT / demo["tasks"]["ids_file"])
+    demo["dataset"]["instances"] = str(ROOT / demo["dataset"]["instances"])
+    if change is not None:
+        change(demo)
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(demo))
+    return config
+
+
+def test_the_demos_first_step_runs_each_agent_for_one_call_and_its_action(tmp_path):
+    """--first-step: each agent of the demo (real mini-swe-agent, the scripted model) for ONE call
+    through the batch code, read back from what the run recorded: the call answered, the action's
+    output in the trajectory, the run capped. Into preflight/first-step, never the study's runs."""
+    from forgetting.records import read_run_record, read_trajectory
+    from forgetting.records.calllog import read_call_log
+
+    stale = tmp_path / "results" / "preflight" / "first-step" / "leftover"
+    stale.mkdir(parents=True)
+    proc = preflight(demo_config(tmp_path), "--first-step")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    assert set(checks) == {"first step mini", "first step mini-text"}
+    first = tmp_path / "results" / "preflight" / "first-step"
+    for agent in ("mini", "mini-text"):
+        assert checks[f"first step {agent}"].startswith("OK demo__confkit-1: 1 call answered by the scripted server, "
+                                                        "its action executed (")
+        assert "command output(s) after its first assistant message), then capped" in checks[f"first step {agent}"]
+        run_dir = first / "runs" / agent / "baseline" / "demo__confkit-1" / "1"
+        record = read_run_record(run_dir / "run.json")
+        assert (record.status, record.turns, record.turn_cap) == ("capped", 1, 1)
+        assert len(read_call_log(run_dir / "calls.jsonl").calls) == 1
+        assert read_trajectory(run_dir / "trajectory.json").exit_status == "LimitsExceeded"
+    assert not stale.exists()  # removed first
+    assert not (tmp_path / "results" / "runs").exists() and not (first / "eval").exists()
+    assert not list(first.rglob("eval.json"))  # nothing evaluated
+    assert proc.stdout.splitlines()[-1] == "all 2 checks passed"
