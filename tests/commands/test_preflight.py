@@ -29,6 +29,7 @@ from forgetting.study.config import load_study
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
+from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.sif import tree_payload, write_sif
 
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:3]
@@ -424,3 +425,37 @@ def test_the_demos_first_step_runs_each_agent_for_one_call_and_its_action(tmp_pa
     assert not (tmp_path / "results" / "runs").exists() and not (first / "eval").exists()
     assert not list(first.rglob("eval.json"))  # nothing evaluated
     assert proc.stdout.splitlines()[-1] == "all 2 checks passed"
+
+
+class RefusingUpstream(FakeUpstream):
+    """A served model that lists itself and answers every chat completion with an error."""
+
+    status = 500
+
+    def _handler(self):
+        base, status = super()._handler(), self.status
+
+        class Handler(base):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self._send(status, b'{"error": {"message": "CUDA error: an illegal memory access was encountered"}}')
+
+        return Handler
+
+
+def test_a_served_model_that_answers_with_an_error_fails_the_first_step_naming_the_call(tmp_path):
+    def endpoint(demo):
+        demo["model"].update(backend="endpoint", served_name="fake", endpoint={"base_url": upstream.url})
+
+    with RefusingUpstream() as upstream:
+        proc = preflight(demo_config(tmp_path, endpoint), "--first-step")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    first = tmp_path / "results" / "preflight" / "first-step"
+    for agent in ("mini", "mini-text"):
+        line = checks[f"first step {agent}"]
+        assert line.startswith("FAIL demo__confkit-1: the call: the model server answered status 500: "), line
+        assert "illegal memory access" in line
+        # an endpoint's own log is elsewhere: the run's call log (a run not finalized: its temporary directory)
+        assert re.search(rf"; see {first}/runs/{agent}/baseline/demo__confkit-1/\.1\.tmp-\d+/calls\.jsonl$", line), line
+    assert proc.stdout.splitlines()[-1] == "2 of 2 checks failed: first step mini, first step mini-text"

@@ -150,7 +150,10 @@ def run_verdict(study: Study, run: Run, layout: Layout, server_log: Path, batch_
     if log is None or (not log.calls and not log.failed):
         return fail("the agent's launch", f"the agent made no model call ({why})", agent_log)
     if not log.calls:
-        return fail("the call", _failed_call(log), server_log if server_log.is_file() else calls_path)
+        # the server's own log where the batch started it; an endpoint's is elsewhere: the call log
+        served = study.runner.backend != "endpoint" and server_log.is_file()
+        return fail("the call", _failed_call(log) + (f" ({files.error})" if files.error else ""),
+                    server_log if served else calls_path)
     cap = study.runner.turn_cap
     if len(log.calls) != cap:
         return fail("its stop at the cap", f"{len(log.calls)} calls answered, expected {cap} (agent.turn_cap)",
