@@ -459,3 +459,58 @@ def test_a_served_model_that_answers_with_an_error_fails_the_first_step_naming_t
         # an endpoint's own log is elsewhere: the run's call log (a run not finalized: its temporary directory)
         assert re.search(rf"; see {first}/runs/{agent}/baseline/demo__confkit-1/\.1\.tmp-\d+/calls\.jsonl$", line), line
     assert proc.stdout.splitlines()[-1] == "2 of 2 checks failed: first step mini, first step mini-text"
+
+
+def trae_site(site: Path, tmp_path: Path, monkeypatch, trae_cli: str) -> Path:
+    """The site with Trae alone, its image holding ``trae_cli``, the first task's dataset row and
+    its /testbed (the apptainer double's FAKE_TESTBED), the vLLM double on PATH."""
+    from forgetting_testkit import evaltask
+
+    fakes.install(fakes.VLLM, tmp_path / "bin" / "vllm")
+    trae_image(tmp_path / "images" / "containers" / "trae-agent.sif", trae_cli)
+    row = {**evaltask.swebench_row(tmp_path), "instance_id": TASKS[0]}
+    rows = tmp_path / "swe-bench-verified.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    testbed = tmp_path / "testbed"
+    evaltask.build_repo(testbed)
+    monkeypatch.setenv("FAKE_TESTBED", str(testbed))
+
+    def trae_only(cfg):
+        cfg["agents"] = ["trae"]
+        cfg["dataset"]["instances"] = str(rows)
+
+    return edit(site, trae_only)
+
+
+def test_a_trae_first_step_runs_through_a_runs_own_apptainer_exec(site, tmp_path, monkeypatch):
+    """Trae's first step on the GPU node of the doubles: vLLM from its image, trae-cli (the Trae
+    double) started by a Trae run's own command line in the task's instance image — its first
+    reply's bash call executed, then the cap."""
+    from forgetting.records import read_trajectory
+
+    cli = f'#!/bin/sh\nexec "{sys.executable}" "{fakes.TRAE_CLI}" "$@"\n'
+    calls = tmp_path / "apptainer-calls.jsonl"
+    monkeypatch.setenv("FAKE_APPTAINER_CALLS", str(calls))
+    proc = preflight(trae_site(site, tmp_path, monkeypatch, cli), "--partition", "gpu", "--first-step")
+    checks = lines_of(proc)
+    line = checks["first step trae"]
+    assert line.startswith(f"OK {TASKS[0]}: 1 call answered by the vllm server, its action executed "
+                           "(1 tool result(s) in its first step), then capped"), proc.stdout + proc.stderr
+    run_dir = tmp_path / "results" / "preflight" / "first-step" / "runs" / "trae" / "baseline" / TASKS[0] / "1"
+    traj = read_trajectory(run_dir / "trajectory.json")
+    assert len(traj.interactions) == 1 and traj.max_steps == 1
+    # the run's own launch: the instance image, Trae's prefix by its id= bind, the writable layer
+    launch = next(c for c in fakes.apptainer_calls(calls) if c[-1] != "--help" and "run" in c and
+                  any(a.endswith(f"{TASKS[0]}.sif") for a in c))
+    assert any(a.endswith(":/opt/trae-agent:id=4,image-src=/opt/trae-agent") for a in launch)
+    assert "--overlay" in launch or "--writable-tmpfs" in launch
+
+
+def test_a_broken_trae_launch_fails_the_first_step_naming_the_launch(site, tmp_path, monkeypatch):
+    broken = "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n"
+    proc = preflight(trae_site(site, tmp_path, monkeypatch, broken), "--first-step")
+    assert proc.returncode == 1
+    line = lines_of(proc)["first step trae"]
+    assert line.startswith(f"FAIL {TASKS[0]}: the agent's launch: the agent made no model call ("), line
+    assert "its log ends: ModuleNotFoundError: No module named 'docker'" in line
+    assert re.search(r"; see \S+/runs/trae/baseline/\S+/agent\.log$", line), line

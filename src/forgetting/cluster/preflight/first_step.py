@@ -148,7 +148,9 @@ def run_verdict(study: Study, run: Run, layout: Layout, server_log: Path, batch_
     except RunOutputError as exc:
         return fail("the call", str(exc), calls_path)
     if log is None or (not log.calls and not log.failed):
-        return fail("the agent's launch", f"the agent made no model call ({why})", agent_log)
+        ends = last_line(files.agent_log_text())
+        said = why if ends == why else f"{why}; its log ends: {ends}"
+        return fail("the agent's launch", f"the agent made no model call ({said})", agent_log)
     if not log.calls:
         # the server's own log where the batch started it; an endpoint's is elsewhere: the call log
         served = study.runner.backend != "endpoint" and server_log.is_file()
