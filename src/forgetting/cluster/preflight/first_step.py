@@ -100,6 +100,18 @@ def run_files(layout: Layout, run: Run) -> RunFiles:
     return RunFiles(where, False, outcome.status if outcome else None, outcome.error if outcome else None)
 
 
+#: the lines the run's process adds after the agent's own output (forgetting.run.execute)
+RUNNER_TAIL = ("agent finished (", "outcome: ", "the agent stopped (")
+
+
+def agent_output(text: str) -> str:
+    """An agent log without the runner's closing lines: what the agent itself printed last."""
+    lines = text.splitlines()
+    while lines and (not lines[-1].strip() or lines[-1].startswith(RUNNER_TAIL)):
+        lines.pop()
+    return "\n".join(lines)
+
+
 def _failed_call(log: CallLog) -> str:
     rec = log.failed[-1]
     return f"the model server answered status {rec.get('status')}: {last_line(str(rec.get('error') or ''))}"
@@ -148,7 +160,7 @@ def run_verdict(study: Study, run: Run, layout: Layout, server_log: Path, batch_
     except RunOutputError as exc:
         return fail("the call", str(exc), calls_path)
     if log is None or (not log.calls and not log.failed):
-        ends = last_line(files.agent_log_text())
+        ends = last_line(agent_output(files.agent_log_text()))
         said = why if ends == why else f"{why}; its log ends: {ends}"
         return fail("the agent's launch", f"the agent made no model call ({said})", agent_log)
     if not log.calls:
