@@ -81,7 +81,8 @@ def site(tmp_path, monkeypatch):
     cfg["containers"]["image_dir"] = str(images / "containers")
     # a node of this host's architecture (the shipped route A states arm64 instance images)
     cfg["evaluation"].pop("instance_images", None)
-    cfg.pop("cluster", None)
+    # no route (a node of this host's architecture); the GPU job's first step: its own tests
+    cfg["cluster"] = {"preflight_first_step": False}
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -514,3 +515,30 @@ def test_a_broken_trae_launch_fails_the_first_step_naming_the_launch(site, tmp_p
     assert line.startswith(f"FAIL {TASKS[0]}: the agent's launch: the agent made no model call ("), line
     assert "its log ends: ModuleNotFoundError: No module named 'docker'" in line
     assert re.search(r"; see \S+/runs/trae/baseline/\S+/agent\.log$", line), line
+
+
+def test_the_gpu_job_runs_each_agents_first_step_after_the_node_checks(site, tmp_path, monkeypatch):
+    """cluster.preflight_first_step: the GPU partition's job (rule preflight_gpu), where the agents
+    run beside vLLM, runs the first step after its node checks; a first step that fails writes no
+    output, so no batch job starts. A trae-cli that answers --help (the node check) but fails to
+    run is caught only here."""
+    from forgetting.cluster.preflight import runs_first_step
+
+    cli = f'#!/bin/sh\nexec "{sys.executable}" "{fakes.TRAE_CLI}" "$@"\n'
+    config = edit(trae_site(site, tmp_path, monkeypatch, cli), lambda c: c["cluster"].update(preflight_first_step=True))
+    study = load_study(config)
+    assert runs_first_step(study, "gpu") and not runs_first_step(study, "cpu")
+    out, log = tmp_path / "pre" / "gpu.txt", tmp_path / "logs" / "gpu.log"
+    run_in_job(study, "gpu", out=out, log=log)
+    assert out.read_text() == log.read_text() and out.read_text().count("OK   ") == 14
+    assert f"\nOK   first step trae: {TASKS[0]}: 1 call answered by the vllm server" in out.read_text()
+    off = load_study(edit(config, lambda c: c["cluster"].update(preflight_first_step=False)))
+    assert target_key(off) != target_key(study) and not runs_first_step(off, "gpu")
+    helps_only = f'#!/bin/sh\n[ "$1" = --help ] && exec echo Usage\necho "ImportError: libssl.so.3" >&2\nexit 1\n'
+    trae_image(tmp_path / "images" / "containers" / "trae-agent.sif", helps_only)
+    out.unlink()
+    with pytest.raises(PreflightFailed, match=r"1 of 14 checks failed \(first step trae\)"):
+        run_in_job(study, "gpu", out=out, log=log)
+    assert not out.exists() and "OK   trae-cli: " in log.read_text()
+    assert f"FAIL first step trae: {TASKS[0]}: the agent's launch: " in log.read_text()
+    assert "its log ends: ImportError: libssl.so.3" in log.read_text()
