@@ -534,7 +534,7 @@ def test_the_gpu_job_runs_each_agents_first_step_after_the_node_checks(site, tmp
     assert f"\nOK   first step trae: {TASKS[0]}: 1 call answered by the vllm server" in out.read_text()
     off = load_study(edit(config, lambda c: c["cluster"].update(preflight_first_step=False)))
     assert target_key(off) != target_key(study) and not runs_first_step(off, "gpu")
-    helps_only = f'#!/bin/sh\n[ "$1" = --help ] && exec echo Usage\necho "ImportError: libssl.so.3" >&2\nexit 1\n'
+    helps_only = '#!/bin/sh\n[ "$1" = --help ] && exec echo Usage\necho "ImportError: libssl.so.3" >&2\nexit 1\n'
     trae_image(tmp_path / "images" / "containers" / "trae-agent.sif", helps_only)
     out.unlink()
     with pytest.raises(PreflightFailed, match=r"1 of 14 checks failed \(first step trae\)"):
