@@ -29,6 +29,7 @@ from forgetting.study.config import load_study
 from forgetting_testkit import fakes
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.evaltask import study_file  # noqa: F401 (a fixture)
+from forgetting_testkit.fakes.openai_upstream import FakeUpstream
 from forgetting_testkit.sif import tree_payload, write_sif
 
 TASKS = [t for t in (ROOT / "resources/tasks/swe-bench-verified-100.txt").read_text().split() if "__" in t][:3]
@@ -80,7 +81,8 @@ def site(tmp_path, monkeypatch):
     cfg["containers"]["image_dir"] = str(images / "containers")
     # a node of this host's architecture (the shipped route A states arm64 instance images)
     cfg["evaluation"].pop("instance_images", None)
-    cfg.pop("cluster", None)
+    # no route (a node of this host's architecture); the GPU job's first step: its own tests
+    cfg["cluster"] = {"preflight_first_step": False}
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -382,3 +384,161 @@ def test_the_trae_check_sees_the_images_bashrc_through_a_runs_own_launch(site, m
     # (the double names the host path its empty home stands at: WORKDIR/home, as Apptainer stages it)
     assert not check.ok and re.search(r"BASH_ENV=\S*/work/home/\.bashrc is not readable in the container",
                                       check.detail), check.detail
+
+
+def demo_config(tmp_path: Path, change=None) -> Path:
+    """config/demo.yaml with its paths made absolute and its results under ``tmp_path``."""
+    demo = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
+    demo["study"]["results_dir"] = str(tmp_path / "results")
+    demo["tasks"]["ids_file"] = str(ROOT / demo["tasks"]["ids_file"])
+    demo["dataset"]["instances"] = str(ROOT / demo["dataset"]["instances"])
+    if change is not None:
+        change(demo)
+    config = tmp_path / "demo.yaml"
+    config.write_text(yaml.safe_dump(demo))
+    return config
+
+
+def test_the_demos_first_step_runs_each_agent_for_one_call_and_its_action(tmp_path):
+    """--first-step: each agent of the demo (real mini-swe-agent, the scripted model) for ONE call
+    through the batch code, read back from what the run recorded: the call answered, the action's
+    output in the trajectory, the run capped. Into preflight/first-step, never the study's runs."""
+    from forgetting.records import read_run_record, read_trajectory
+    from forgetting.records.calllog import read_call_log
+
+    stale = tmp_path / "results" / "preflight" / "first-step" / "leftover"
+    stale.mkdir(parents=True)
+    proc = preflight(demo_config(tmp_path), "--first-step")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    assert set(checks) == {"first step mini", "first step mini-text"}
+    first = tmp_path / "results" / "preflight" / "first-step"
+    for agent in ("mini", "mini-text"):
+        assert checks[f"first step {agent}"].startswith("OK demo__confkit-1: 1 call answered by the scripted server, "
+                                                        "its action executed (")
+        assert "command output(s) after its first assistant message), then capped" in checks[f"first step {agent}"]
+        run_dir = first / "runs" / agent / "baseline" / "demo__confkit-1" / "1"
+        record = read_run_record(run_dir / "run.json")
+        assert (record.status, record.turns, record.turn_cap) == ("capped", 1, 1)
+        assert len(read_call_log(run_dir / "calls.jsonl").calls) == 1
+        assert read_trajectory(run_dir / "trajectory.json").exit_status == "LimitsExceeded"
+    assert not stale.exists()  # removed first
+    assert not (tmp_path / "results" / "runs").exists() and not (first / "eval").exists()
+    assert not list(first.rglob("eval.json"))  # nothing evaluated
+    assert proc.stdout.splitlines()[-1] == "all 2 checks passed"
+
+
+class RefusingUpstream(FakeUpstream):
+    """A served model that lists itself and answers every chat completion with an error."""
+
+    status = 500
+
+    def _handler(self):
+        base, status = super()._handler(), self.status
+
+        class Handler(base):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self._send(status, b'{"error": {"message": "CUDA error: an illegal memory access was encountered"}}')
+
+        return Handler
+
+
+def test_a_served_model_that_answers_with_an_error_fails_the_first_step_naming_the_call(tmp_path):
+    def endpoint(demo):
+        demo["model"].update(backend="endpoint", served_name="fake", endpoint={"base_url": upstream.url})
+
+    with RefusingUpstream() as upstream:
+        proc = preflight(demo_config(tmp_path, endpoint), "--first-step")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    first = tmp_path / "results" / "preflight" / "first-step"
+    for agent in ("mini", "mini-text"):
+        line = checks[f"first step {agent}"]
+        assert line.startswith("FAIL demo__confkit-1: the call: the model server answered status 500: "), line
+        assert "illegal memory access" in line
+        # an endpoint's own log is elsewhere: the run's call log (a run not finalized: its temporary directory)
+        assert re.search(rf"; see {first}/runs/{agent}/baseline/demo__confkit-1/\.1\.tmp-\d+/calls\.jsonl$", line), line
+    assert proc.stdout.splitlines()[-1] == "2 of 2 checks failed: first step mini, first step mini-text"
+
+
+def trae_site(site: Path, tmp_path: Path, monkeypatch, trae_cli: str) -> Path:
+    """The site with Trae alone, its image holding ``trae_cli``, the first task's dataset row and
+    its /testbed (the apptainer double's FAKE_TESTBED), the vLLM double on PATH."""
+    from forgetting_testkit import evaltask
+
+    fakes.install(fakes.VLLM, tmp_path / "bin" / "vllm")
+    trae_image(tmp_path / "images" / "containers" / "trae-agent.sif", trae_cli)
+    row = {**evaltask.swebench_row(tmp_path), "instance_id": TASKS[0]}
+    rows = tmp_path / "swe-bench-verified.jsonl"
+    rows.write_text(json.dumps(row) + "\n")
+    testbed = tmp_path / "testbed"
+    evaltask.build_repo(testbed)
+    monkeypatch.setenv("FAKE_TESTBED", str(testbed))
+
+    def trae_only(cfg):
+        cfg["agents"] = ["trae"]
+        cfg["dataset"]["instances"] = str(rows)
+
+    return edit(site, trae_only)
+
+
+def test_a_trae_first_step_runs_through_a_runs_own_apptainer_exec(site, tmp_path, monkeypatch):
+    """Trae's first step on the GPU node of the doubles: vLLM from its image, trae-cli (the Trae
+    double) started by a Trae run's own command line in the task's instance image — its first
+    reply's bash call executed, then the cap."""
+    from forgetting.records import read_trajectory
+
+    cli = f'#!/bin/sh\nexec "{sys.executable}" "{fakes.TRAE_CLI}" "$@"\n'
+    calls = tmp_path / "apptainer-calls.jsonl"
+    monkeypatch.setenv("FAKE_APPTAINER_CALLS", str(calls))
+    proc = preflight(trae_site(site, tmp_path, monkeypatch, cli), "--partition", "gpu", "--first-step")
+    checks = lines_of(proc)
+    line = checks["first step trae"]
+    assert line.startswith(f"OK {TASKS[0]}: 1 call answered by the vllm server, its action executed "
+                           "(1 tool result(s) in its first step), then capped"), proc.stdout + proc.stderr
+    run_dir = tmp_path / "results" / "preflight" / "first-step" / "runs" / "trae" / "baseline" / TASKS[0] / "1"
+    traj = read_trajectory(run_dir / "trajectory.json")
+    assert len(traj.interactions) == 1 and traj.max_steps == 1
+    # the run's own launch: the instance image, Trae's prefix by its id= bind, the writable layer
+    launch = next(c for c in fakes.apptainer_calls(calls) if c[-1] != "--help" and "run" in c and
+                  any(a.endswith(f"{TASKS[0]}.sif") for a in c))
+    assert any(a.endswith(":/opt/trae-agent:id=4,image-src=/opt/trae-agent") for a in launch)
+    assert "--overlay" in launch or "--writable-tmpfs" in launch
+
+
+def test_a_broken_trae_launch_fails_the_first_step_naming_the_launch(site, tmp_path, monkeypatch):
+    broken = "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'docker'\" >&2\nexit 1\n"
+    proc = preflight(trae_site(site, tmp_path, monkeypatch, broken), "--first-step")
+    assert proc.returncode == 1
+    line = lines_of(proc)["first step trae"]
+    assert line.startswith(f"FAIL {TASKS[0]}: the agent's launch: the agent made no model call ("), line
+    assert "its log ends: ModuleNotFoundError: No module named 'docker'" in line
+    assert re.search(r"; see \S+/runs/trae/baseline/\S+/agent\.log$", line), line
+
+
+def test_the_gpu_job_runs_each_agents_first_step_after_the_node_checks(site, tmp_path, monkeypatch):
+    """cluster.preflight_first_step: the GPU partition's job (rule preflight_gpu), where the agents
+    run beside vLLM, runs the first step after its node checks; a first step that fails writes no
+    output, so no batch job starts. A trae-cli that answers --help (the node check) but fails to
+    run is caught only here."""
+    from forgetting.cluster.preflight import runs_first_step
+
+    cli = f'#!/bin/sh\nexec "{sys.executable}" "{fakes.TRAE_CLI}" "$@"\n'
+    config = edit(trae_site(site, tmp_path, monkeypatch, cli), lambda c: c["cluster"].update(preflight_first_step=True))
+    study = load_study(config)
+    assert runs_first_step(study, "gpu") and not runs_first_step(study, "cpu")
+    out, log = tmp_path / "pre" / "gpu.txt", tmp_path / "logs" / "gpu.log"
+    run_in_job(study, "gpu", out=out, log=log)
+    assert out.read_text() == log.read_text() and out.read_text().count("OK   ") == 14
+    assert f"\nOK   first step trae: {TASKS[0]}: 1 call answered by the vllm server" in out.read_text()
+    off = load_study(edit(config, lambda c: c["cluster"].update(preflight_first_step=False)))
+    assert target_key(off) != target_key(study) and not runs_first_step(off, "gpu")
+    helps_only = '#!/bin/sh\n[ "$1" = --help ] && exec echo Usage\necho "ImportError: libssl.so.3" >&2\nexit 1\n'
+    trae_image(tmp_path / "images" / "containers" / "trae-agent.sif", helps_only)
+    out.unlink()
+    with pytest.raises(PreflightFailed, match=r"1 of 14 checks failed \(first step trae\)"):
+        run_in_job(study, "gpu", out=out, log=log)
+    assert not out.exists() and "OK   trae-cli: " in log.read_text()
+    assert f"FAIL first step trae: {TASKS[0]}: the agent's launch: " in log.read_text()
+    assert "its log ends: ImportError: libssl.so.3" in log.read_text()

@@ -1,19 +1,26 @@
-"""``forgetting preflight CONFIG [OVERLAY ...] [--partition gpu|cpu] [--serve] [--smoke] [--gold]``: is this
-site ready for the study? One line per check, ``OK`` or ``FAIL`` with what to do; exit status 1
-on any FAIL.
+"""``forgetting preflight CONFIG [OVERLAY ...] [--partition gpu|cpu] [--serve] [--first-step] [--smoke]
+[--gold]``: is this site ready for the study? One line per check, ``OK`` or ``FAIL`` with what to
+do; exit status 1 on any FAIL.
 
     forgetting preflight config/config.yaml --partition gpu --serve   # on a GPU node (srun …)
     forgetting preflight config/config.yaml --partition cpu           # on a CPU node
+    forgetting preflight config/demo.yaml --first-step                # each agent's first step, here
     forgetting preflight config/demo.yaml --smoke                     # the demo, here
     forgetting preflight config/config.yaml --partition cpu --gold    # images of another architecture
 
 Without ``--partition``: the checks of every partition the study uses (``model.backend: vllm``
 → gpu, ``evaluation.backend: apptainer`` → cpu), as on a node that runs both. ``--serve`` starts
-the model server and asks ``/v1/models`` and ``/tokenize``; ``--smoke`` takes one baseline task
-per agent through run, evaluation and analysis (into ``<results>/preflight/smoke/``); ``--gold``
-evaluates every task's gold patch (it must resolve) and the unfixed repository (it must not) with
-the study's evaluation backend and images. The
-workflow's ``preflight`` target runs the node checks as one small job per partition
+the model server and asks ``/v1/models`` and ``/tokenize``; ``--first-step`` runs each agent on
+the study's first task for ONE model call through the batch code itself (the served model started
+as a batch job starts it, the agent launched with a run's own command line: the same ``apptainer
+exec``, binds, writable layer and environment; into ``<results>/preflight/first-step/``, nothing
+evaluated) and passes when the call was answered, the agent executed its action and stopped at
+the cap — a failure names the agent, the stage and the log to read; ``--smoke`` takes one
+baseline task per agent through run, evaluation and analysis (into ``<results>/preflight/smoke/``);
+``--gold`` evaluates every task's gold patch (it must resolve) and the unfixed repository (it must
+not) with the study's evaluation backend and images. The workflow's ``preflight`` target runs the
+node checks as one small job per partition, and the first step in the job of the partition where
+the agents run beside the model server when ``cluster.preflight_first_step`` is true
 (docs/cluster.md, *First launch*).
 """
 
@@ -31,6 +38,8 @@ def add_parser(sub: Any) -> None:
     add_study_arguments(p)
     p.add_argument("--partition", choices=("gpu", "cpu"), help="the checks of that partition's jobs only")
     p.add_argument("--serve", action="store_true", help="also start the model server and ask /v1/models, /tokenize")
+    p.add_argument("--first-step", action="store_true",
+                   help="also run each agent for one model call against the served model, as a batch job runs it")
     p.add_argument("--smoke", action="store_true", help="also run one baseline task per agent end to end")
     p.add_argument("--gold", action="store_true",
                    help="also check every task's gold patch resolves and its unfixed repository does not")
@@ -51,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
         from forgetting.cluster.preflight.serve import serve_checks
 
         for check in serve_checks(study):
+            checks.append(check)
+            print(check.line(), flush=True)
+    if args.first_step:
+        from forgetting.cluster.preflight.first_step import first_step_checks
+
+        for check in first_step_checks(study):
             checks.append(check)
             print(check.line(), flush=True)
     if args.smoke:

@@ -216,13 +216,16 @@ class ContainerSettings(config_schema.Section):
 
 @dataclass(frozen=True)
 class ClusterSettings:
-    """``cluster.route`` and the ``containers`` section."""
+    """``cluster.route``, ``cluster.preflight_first_step`` and the ``containers`` section."""
 
     #: ``A``, ``B`` or ``C`` of docs/cluster.md (None: not stated)
     route: str | None
     containers: ContainerSettings
+    #: the agents' preflight job also runs each agent's first step (forgetting.cluster.preflight.first_step)
+    preflight_first_step: bool
 
     @classmethod
     def from_filled(cls, cfg: Mapping[str, Any]) -> ClusterSettings:
         route = cfg["cluster"].get("route")  # optional: no route stated
-        return cls(route=str(route) if route else None, containers=ContainerSettings.from_filled(cfg["containers"]))
+        return cls(route=str(route) if route else None, containers=ContainerSettings.from_filled(cfg["containers"]),
+                   preflight_first_step=bool(cfg["cluster"]["preflight_first_step"]))

@@ -19,10 +19,14 @@ agents run beside an endpoint (the batch jobs of ``model.backend: endpoint``,
 * every partition's: the conda environments' architecture.
 
 ``--serve`` starts the model server from its image and asks ``/v1/models`` and ``/tokenize``
-(:mod:`forgetting.cluster.preflight.serve`); ``--smoke`` takes one baseline task per agent through run,
-evaluation and analysis (:mod:`forgetting.cluster.preflight.smoke`). The workflow's ``preflight`` target
-runs the node checks as one small job per partition (``workflow/rules/cluster.smk``); the batch
-jobs depend on the agents' partition's, the evaluation jobs on the CPU one.
+(:mod:`forgetting.cluster.preflight.serve`); ``--first-step`` runs each agent for one model call
+through the batch code, with a run's own command line (:mod:`forgetting.cluster.preflight.first_step`);
+``--smoke`` takes one baseline task per agent through run, evaluation and analysis
+(:mod:`forgetting.cluster.preflight.smoke`). The workflow's ``preflight`` target runs the node
+checks as one small job per partition (``workflow/rules/cluster.smk``), and in the GPU partition's,
+where the agents run beside vLLM, each agent's first step after them
+(``cluster.preflight_first_step``, :func:`runs_first_step`); the batch jobs depend on the agents'
+partition's, the evaluation jobs on the CPU one.
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ def target_key(study: Study) -> str:
     keys = ("model", "agent", "execution", "evaluation", "containers", "dataset")
     config = study.as_config()
     data = {k: config.get(k) for k in keys} | {"tasks": sorted(study.tasks), "agents": list(study.agents)}
+    if study.cluster.preflight_first_step:  # the GPU job's first step (runs_first_step)
+        data["first_step"] = True
     return text_hex(json.dumps(data, sort_keys=True, default=str))[:8]
 
 
@@ -237,15 +243,34 @@ def node_checks(study: Study, partitions: Sequence[str], *, environ: Mapping[str
     return out
 
 
+def runs_first_step(study: Study, partition: str) -> bool:
+    """Whether the preflight job of ``partition`` runs each agent's first step: the GPU partition's,
+    where the agents run beside the model server (``model.backend: vllm``), with
+    ``cluster.preflight_first_step``."""
+    return (study.cluster.preflight_first_step and partition == "gpu" and agents_partition(study) == "gpu"
+            and serves_vllm(study))
+
+
 def run_in_job(study: Study, partition: str, *, out: str | os.PathLike[str], log: str | os.PathLike[str]) -> None:
     """The workflow's preflight job on one partition: the lines go to ``log``; ``out`` is written
-    (atomically) only when every check passed, so a failed preflight stops the jobs after it."""
+    (atomically) only when every check passed, so a failed preflight stops the jobs after it.
+    On the partition where the agents run beside the model server, with
+    ``cluster.preflight_first_step``, each agent's first step follows the node checks when they
+    passed (:mod:`forgetting.cluster.preflight.first_step`)."""
 
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
     checks = node_checks(study, [partition])
     text = "".join(ch.line() + "\n" for ch in checks)
-    Path(log).parent.mkdir(parents=True, exist_ok=True)
     Path(log).write_text(text, encoding="utf-8")
     print(text, end="", flush=True)
+    if runs_first_step(study, partition) and all(ch.ok for ch in checks):
+        from forgetting.cluster.preflight.first_step import first_step_checks
+
+        for ch in first_step_checks(study):
+            checks.append(ch)
+            text += ch.line() + "\n"
+            print(ch.line(), flush=True)
+        Path(log).write_text(text, encoding="utf-8")
     failed = [ch for ch in checks if not ch.ok]
     if failed:
         raise PreflightFailed(f"preflight on the {partition} partition: {len(failed)} of {len(checks)} checks failed "
