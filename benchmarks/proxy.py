@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "testkit" / "src")]
 
 from forgetting.deletion import Reducer, reduce_history  # noqa: E402
+from forgetting.deletion.settings import DeletionSettings  # noqa: E402
 from forgetting.grid import Deletion, paper_configuration  # noqa: E402
 from forgetting.prompt import chat_format  # noqa: E402
 from forgetting.prompt.messages import segment  # noqa: E402
@@ -41,6 +42,8 @@ from forgetting.run.proxy import ProxySettings, start_proxy  # noqa: E402
 from forgetting_testkit import fakes  # noqa: E402
 from forgetting_testkit.histories import realistic  # noqa: E402
 
+#: the schema's deletion settings
+DELETION = DeletionSettings.from_section({})
 CONFIGS = ["baseline", "delayed-turn-tool_output-50", "delayed-token-both-50", "immediate-turn-both-100"]
 
 
@@ -114,7 +117,7 @@ def time_reducer(deletion: Deletion, histories: list[list[dict]], sizes: list[in
 ]:
     """Median ms per call over the calls with ≥ ``big`` prompt tokens: one memoized Reducer
     through the run (as the proxy keeps it) and the pure function recomputed per call."""
-    reducer = Reducer(deletion, 7, actions=None)  # tool-call histories (mini)
+    reducer = Reducer(deletion, 7, actions=None, settings=DELETION)  # tool-call histories (mini)
     memo, pure = [], []
     for h, size in zip(histories, sizes, strict=True):
         t = time.perf_counter()

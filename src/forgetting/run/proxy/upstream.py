@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.seeds import unit
+from forgetting.run.proxy.deadlines import DEADLINES
 from forgetting.run.proxy.key_spellings import redact, redact_text, spellings
 
 if TYPE_CHECKING:
@@ -290,22 +291,18 @@ class Upstream:
             return Reply(502, b"", error=f"{self.access.label} {self.url} unreachable: {exc}", retryable=True)
         # the attempt's deadline: the whole reply, headers and body, within timeout_s — a socket
         # timeout alone bounds each read, and a server that drips a byte at a time never ends
-        cut = threading.Event()
         sock = conn.sock
 
         def at_deadline() -> None:
-            cut.set()
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)  # the blocked read returns at once
 
-        timer = threading.Timer(self.timeout_s, at_deadline)
-        timer.daemon = True
-        timer.start()
+        deadline = DEADLINES.arm(self.timeout_s, at_deadline)
         try:
             conn.request(method, self.path + path, body=body, headers=headers)
             resp = conn.getresponse()
             data = self._read_capped(resp)
-            if cut.is_set():
+            if deadline.fired:
                 raise TimeoutError
             reply_headers = {k.lower(): v for k, v in resp.getheaders()}
             if resp.will_close:
@@ -321,13 +318,13 @@ class Upstream:
             return Reply(502, b"", error=f"{self.access.label} {self.url} answered {exc}; the reply is not read")
         except (TimeoutError, OSError, *_CONNECTION_ERRORS) as exc:
             self._drop()
-            if cut.is_set() or isinstance(exc, TimeoutError):
+            if deadline.fired or isinstance(exc, TimeoutError):
                 message = f"{self.access.label} {self.url} did not answer within {self.timeout_s:g} s"
                 return Reply(504, b"", error=message)
             message = f"{self.access.label} {self.url} failed: {type(exc).__name__}: {exc}"
             return Reply(502, b"", error=message, stale=reused, retryable=True)
         finally:
-            timer.cancel()
+            DEADLINES.disarm(deadline)
 
     def _read_capped(self, resp: http.client.HTTPResponse) -> bytes:
         """The reply's body, at most :attr:`max_reply_bytes` (a declared or an actual body beyond
