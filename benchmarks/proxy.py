@@ -10,11 +10,13 @@ history holds ≥ 90k tokens, the added latency and the ratio, for a few configu
 then the engine alone, memoized (the proxy's :class:`Reducer`) vs the pure function.
 Target (issue 3): added latency ≤ 5 ms per call at 100k tokens.
 
-    python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1] [--served MODEL_DIR]
+    python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1] [--served MODEL_DIR | --served-bpe]
 
 ``--served MODEL_DIR``: the proxy counts prompts with that model's own tokenizer and chat
 template (``model.tokenizer: served``; ``--chat-template FILE`` replaces the directory's), as
-in front of a real vLLM; without it, Qwen's approximation (the scripted model's own).
+in front of a real vLLM; ``--served-bpe``: the same with a byte-level BPE trained here (no
+model hub) and the shipped ChatML-with-tools template (as ``served_count.py``); without
+either, Qwen's approximation (the scripted model's own).
 """
 
 from __future__ import annotations
@@ -40,11 +42,18 @@ from forgetting.prompt.messages import segment  # noqa: E402
 from forgetting.prompt.served_format import Counting, load  # noqa: E402
 from forgetting.run.proxy import ProxySettings, start_proxy  # noqa: E402
 from forgetting_testkit import fakes  # noqa: E402
+from forgetting_testkit.bpe_model import bpe_model_dir  # noqa: E402
 from forgetting_testkit.histories import realistic  # noqa: E402
 
 #: the schema's deletion settings
 DELETION = DeletionSettings.from_section({})
 CONFIGS = ["baseline", "delayed-turn-tool_output-50", "delayed-token-both-50", "immediate-turn-both-100"]
+
+
+def bpe_dir(root: Path) -> Path:
+    """A model directory with a byte-level BPE trained here on code-like text (no model hub)."""
+    corpus = [f"def f_{i}(x):\n    return compute(x, {i})  # cat src/mod_{i}.py && ls -la\n" for i in range(2000)]
+    return bpe_model_dir(root, corpus, vocab_size=2000)
 
 
 def history_for(tokens: int, calls: int) -> list[dict]:
@@ -146,6 +155,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=100_000, help="prompt tokens at the last call")
     parser.add_argument("--served", help="count prompts with this model directory's tokenizer and template")
     parser.add_argument("--chat-template", help="with --served: this template instead of the directory's")
+    parser.add_argument("--served-bpe", action="store_true",
+                        help="count prompts with a BPE trained here and the shipped ChatML-with-tools template")
     parser.add_argument(
         "--repeats", type=int, default=1, help="times each call of >= 90%% of the tokens is sent"
     )
@@ -154,6 +165,9 @@ def main() -> None:
     histories = prefixes(msgs)
     sizes = [len(chat_format.prompt_token_ids(h)) for h in histories]
     big = int(0.9 * args.tokens)
+    if args.served_bpe:
+        args.served = str(bpe_dir(Path(tempfile.mkdtemp(prefix="proxy-bench-bpe-"))))
+        args.chat_template = str(ROOT / "resources" / "chat_templates" / "chatml-tools.jinja")
     counting = Counting("served", load(args.served, args.chat_template)) if args.served else None
     print(f"prompts counted with {'the served model ' + args.served if args.served else 'Qwen (approximation)'}")
     print(

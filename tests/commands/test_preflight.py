@@ -408,7 +408,8 @@ def test_the_demos_first_step_runs_each_agent_for_one_call_and_its_action(tmp_pa
 
     stale = tmp_path / "results" / "preflight" / "first-step" / "leftover"
     stale.mkdir(parents=True)
-    proc = preflight(demo_config(tmp_path), "--first-step")
+    # model.tokenizer: auto (the schema's default): the scripted model's own format, as it counts
+    proc = preflight(demo_config(tmp_path, lambda d: d["model"].update(tokenizer="auto")), "--first-step")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checks = lines_of(proc)
     assert set(checks) == {"first step mini", "first step mini-text"}
@@ -417,6 +418,7 @@ def test_the_demos_first_step_runs_each_agent_for_one_call_and_its_action(tmp_pa
         assert checks[f"first step {agent}"].startswith("OK demo__confkit-1: 1 call answered by the scripted server, "
                                                         "its action executed (")
         assert "command output(s) after its first assistant message), then capped" in checks[f"first step {agent}"]
+        assert re.search(r"; prompt: [\d,]+ tokens, as the server counted them$", checks[f"first step {agent}"])
         run_dir = first / "runs" / agent / "baseline" / "demo__confkit-1" / "1"
         record = read_run_record(run_dir / "run.json")
         assert (record.status, record.turns, record.turn_cap) == ("capped", 1, 1)
@@ -426,6 +428,29 @@ def test_the_demos_first_step_runs_each_agent_for_one_call_and_its_action(tmp_pa
     assert not (tmp_path / "results" / "runs").exists() and not (first / "eval").exists()
     assert not list(first.rglob("eval.json"))  # nothing evaluated
     assert proc.stdout.splitlines()[-1] == "all 2 checks passed"
+
+
+def test_a_prompt_counted_unlike_the_server_fails_the_first_step_naming_the_count(tmp_path):
+    """model.tokenizer: served with another model's tokenizer than the one served (a BPE trained
+    here; the scripted model counts with Qwen's): the first call's count differs from the
+    server's prompt_tokens, so the first step fails at the prompt count, before any GPU hour."""
+    from forgetting_testkit.bpe_model import bpe_model_dir
+
+    (tmp_path / "other-model").mkdir()
+    other = bpe_model_dir(tmp_path / "other-model", [f"def f_{i}(): return {i}\n" for i in range(300)],
+                          vocab_size=400,
+                          chat_template=(ROOT / "resources" / "chat_templates" / "chatml-tools.jinja").read_text())
+    proc = preflight(demo_config(tmp_path, lambda d: d["model"].update(tokenizer="served", tokenizer_dir=str(other))),
+                     "--first-step")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    checks = lines_of(proc)
+    for agent in ("mini", "mini-text"):
+        line = checks[f"first step {agent}"]
+        assert re.match(r"FAIL demo__confkit-1: the prompt count: the proxy counted [\d,]+ prompt tokens with the "
+                        r"served model's tokenizer and chat template, the server [\d,]+ \(beyond "
+                        r"pricing.prompt_tolerance = 0\.\d+\): every prompt would be mispriced; check "
+                        r"model.tokenizer_dir and model.chat_template", line), line
+        assert line.endswith("calls.jsonl"), line
 
 
 class RefusingUpstream(FakeUpstream):

@@ -142,10 +142,25 @@ def test_a_growing_history_renders_only_a_window_and_counts_exactly_as_the_whole
         assert fmt.prompt_token_ids(msgs, tools) == whole(fmt, msgs, tools)
         if k > 3:  # the first message, the previous request's last one and the two new ones
             assert rendered == [1 + 1 + 2]
-    rewritten = [*full[:5], {**full[5], "content": "[deleted]"}, *full[6:]]  # deletion rewrites the past
+    # a deletion rewrites a turn a few turns back: the first message, the last unchanged one,
+    # and every message from the rewritten one on
+    near = len(full) - 4
+    rewritten = [*full[:near], {**full[near], "content": "[deleted]"}, *full[near + 1:]]
     rendered.clear()
     assert fmt.prompt_token_ids(rewritten, tools) == whole(fmt, rewritten, tools)
-    assert rendered == [len(rewritten)]
+    assert rendered == [1 + 1 + 4]
+    # further back, and grown at once (the delayed policy's step): still a window, still exact
+    grown = [*rewritten[:5], {**rewritten[5], "content": "[deleted]"}, *rewritten[6:],
+             {"role": "user", "content": "and more"}]
+    rendered.clear()
+    assert fmt.prompt_token_ids(grown, tools) == whole(fmt, grown, tools)
+    assert rendered == [1 + 1 + len(grown) - 5]
+    # a change in the first two messages: the whole render
+    first = [{**grown[0], "content": "another system prompt"}, *grown[1:]]
+    rendered.clear()
+    assert fmt.prompt_token_ids(first, tools) == whole(fmt, first, tools)
+    assert rendered == [len(first)]
+    rewritten = first
     rendered.clear()
     other = [{"type": "function", "function": {"name": "other", "parameters": {"type": "object"}}}]
     grown = [*rewritten, {"role": "user", "content": "more"}]

@@ -212,25 +212,28 @@ class ServedFormat:
         conversions reused for its messages that come back equal."""
         prev, done = self._prev
         n = len(prev)
-        if not (n and len(messages) >= n and messages[:n] == prev):
-            n = 0
-        out = done[:n] + [_vllm_message(m) for m in messages[n:]]
+        if n and len(messages) >= n and messages[:n] == prev:
+            out = done[:n] + [_vllm_message(m) for m in messages[n:]]
+        else:  # a rewritten history (deletion): only the messages that changed are converted again
+            out = [done[i] if i < n and m == prev[i] else _vllm_message(m) for i, m in enumerate(messages)]
         self._prev = ([dict(m) for m in messages], out)
         return out
 
     def blocks(self, messages: Sequence[Message], tools: Sequence[Mapping[str, Any]] | None) -> list[Block]:
         """The prompt's blocks before the generation prompt.
 
-        Incremental: a request whose history extends the previous request's (the common case:
-        an agent appends its turn and the tool's output) renders only a window, the first
-        message, the previous request's last one and the new ones, instead of the whole
-        history (the template's cost grows with the number of messages, not their length).
-        The window's first blocks must come out equal to the previous request's blocks of the
-        same messages, else the whole history is rendered; and a template is rendered this
-        way only if, on a probe history of every role, the windows compose to exactly the
-        whole render (:meth:`_local_on_probe`), i.e. it renders each message on its own, as
-        ChatML templates do. Anything else (a history rewritten by deletion, other tools)
-        renders the whole prompt."""
+        Incremental: a request whose history shares its first messages with the previous
+        request's renders only a window — the first message, the last unchanged one and every
+        message from the first changed or new one on — instead of the whole history (the
+        template's cost grows with the number of messages, not their length). That is the
+        common case twice over: an agent appends its turn and the tool's output, and a
+        deletion rewrites a turn a few turns back. The window's first blocks must come out
+        equal to the previous request's blocks of the same messages, else the whole history
+        is rendered; and a template is rendered this way only if, on a probe history of every
+        role, windows compose to exactly the whole render, both as the history grows and when
+        one of its messages is rewritten (:meth:`_local_on_probe`), i.e. it renders each
+        message on its own, as ChatML templates do. Anything else (a change in the first two
+        messages, other tools) renders the whole prompt."""
         conv = self._converted(list(messages))
         out = self._extended(conv, tools) if self.incremental else None
         if out is None:
@@ -244,16 +247,21 @@ class ServedFormat:
             return None
         prev, prev_tools, prev_blocks = self._last
         n, extra = len(prev), len(prev_blocks) - len(prev)
-        if n < 2 or len(conv) <= n or extra not in (0, 1) or (list(tools) if tools else None) != prev_tools:
+        if n < 2 or extra not in (0, 1) or (list(tools) if tools else None) != prev_tools:
             return None
-        if any(a is not b and a != b for a, b in zip(conv[:n], prev, strict=False)):
-            return None
-        window = self._whole_blocks(conv[:1] + conv[n - 1:], tools)
+        same = min(n, len(conv))  # the messages before the first changed or new one
+        for i in range(same):
+            if conv[i] is not prev[i] and conv[i] != prev[i]:
+                same = i
+                break
+        if same < 2 or (same == len(conv) == n):
+            return None  # a change in the first two messages; or nothing new at all
+        window = self._whole_blocks(conv[:1] + conv[same - 1:], tools)
         head = extra + 1
-        if (len(window) != head + 1 + len(conv) - n or window[:head] != prev_blocks[:head]
-                or window[head] != prev_blocks[-1]):
+        if (len(window) != head + 1 + len(conv) - same or window[:head] != prev_blocks[:head]
+                or window[head] != prev_blocks[extra + same - 1]):
             return None
-        return prev_blocks + window[head + 1:]
+        return prev_blocks[: extra + same] + window[head + 1:]
 
     def _local_on_probe(self) -> bool:
         """Whether windows compose to the whole render on a probe history of every role
@@ -283,6 +291,14 @@ class ServedFormat:
                         if got is None and k - first > 2:
                             return False  # a window refused where the history grew
                         self._last = (conv, list(t) if t else None, whole)
+                    # then each message after the first two rewritten, as a deletion does
+                    full = [_vllm_message(m) for m in probe[first:]]
+                    for j in range(2, len(full)):
+                        changed = [*full[:j], _rewritten(full[j]), *full[j + 1:]]
+                        self._last = (full, list(t) if t else None, self._whole_blocks(full, t))
+                        got = self._extended(changed, t)
+                        if got is None or got != self._whole_blocks(changed, t):
+                            return False
         except TemplateError:
             return False
         finally:
@@ -328,6 +344,12 @@ class ServedFormat:
             "chat_template_file": str(self.files.template_source),
             "generation_prompt_ids": list(self.generation_ids),
         }
+
+
+def _rewritten(message: dict[str, Any]) -> dict[str, Any]:
+    """A probe message with its text replaced, as a deletion replaces it."""
+    content = message.get("content")
+    return {**message, "content": "[deleted]" if content else "[deleted] "}
 
 
 @functools.cache

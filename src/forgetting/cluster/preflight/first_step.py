@@ -10,6 +10,9 @@ run recorded says, read through the run records' own readers:
 
 * the call: its call log (:func:`forgetting.records.calllog.read_call_log`) holds exactly one
   call, answered by the served model (status 200, a reply with content or tool calls);
+* its prompt count: the proxy's count of that call's prompt, with the served model's tokenizer
+  and template (``model.tokenizer``), equals the server's ``usage.prompt_tokens`` within
+  ``pricing.prompt_tolerance`` (:func:`prompt_count`; Qwen's approximation is reported, not failed);
 * its action: the agent executed the reply's action — mini-swe-agent's trajectory has a command's
   output after its first assistant message, Trae's first agent step a tool result
   (:func:`forgetting.records.read_trajectory`);
@@ -18,7 +21,7 @@ run recorded says, read through the run records' own readers:
   no Python traceback in the agent's log.
 
 A failure is one line naming the agent, the stage (the server's start, the agent's launch, the
-call, its action, its stop at the cap) and the log file to read. A run that met an infrastructure
+call, the prompt count, its action, its stop at the cap) and the log file to read. A run that met an infrastructure
 failure is not finalized (:mod:`forgetting.run.batch`): its files stay in the run's temporary
 directory, where its outcome (``.outcome.json``) says why.
 """
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forgetting.cluster.preflight.checks import Check, last_line
+from forgetting.cost.result import prompt_mismatch
 from forgetting.foundation.errors import RunOutputError, UserError
 from forgetting.foundation.layout import AGENT_LOG, CALLS, RUN_JSON, TRAJECTORY, Layout
 from forgetting.records import MiniTrajectory, TraeTrajectory, read_run_record, read_trajectory
@@ -141,6 +145,28 @@ def _action_done(traj: MiniTrajectory | TraeTrajectory) -> tuple[bool, str]:
     return True, f"{len(outputs)} command output(s) after its first assistant message"
 
 
+def prompt_count(log: CallLog, tolerance: float) -> tuple[str, str | None]:
+    """(what the first call's prompt count shows, the failure or None). The proxy's count of the
+    prompt (P_1, what the cost stage prices) against the server's ``usage.prompt_tokens``: counted
+    with the served model's tokenizer and template (``model.tokenizer``), a difference beyond
+    ``pricing.prompt_tolerance`` fails — every later prompt would be mispriced; Qwen's
+    approximation is reported, never failed (a provider that tokenizes nothing for you)."""
+    call = log.calls[0]
+    counted, reported = len(log.prompt_ids(call)), call.usage.prompt_tokens
+    if reported is None:
+        return f"prompt: {counted:,} tokens counted, the server reported no prompt_tokens", None
+    if log.prompt_count != "served":
+        off = (counted - reported) / reported * 100 if reported else 0.0
+        return (f"prompt: {counted:,} tokens counted with Qwen's approximation, {reported:,} by the server "
+                f"({off:+.1f} %)"), None
+    if prompt_mismatch(counted, reported, tolerance):
+        return "", (f"the proxy counted {counted:,} prompt tokens with the served model's tokenizer and chat "
+                    f"template, the server {reported:,} (beyond pricing.prompt_tolerance = {tolerance:g}): "
+                    "every prompt would be mispriced; check model.tokenizer_dir and model.chat_template "
+                    "(docs/cost.md, Prompts counted by the served model)")
+    return f"prompt: {counted:,} tokens, as the server counted them", None
+
+
 def run_verdict(study: Study, run: Run, layout: Layout, server_log: Path, batch_failure: str | None) -> Check:
     """The check of one agent's first step from what its run recorded (module docstring)."""
     name = check_name(run.agent)
@@ -175,6 +201,9 @@ def run_verdict(study: Study, run: Run, layout: Layout, server_log: Path, batch_
     reply = log.calls[0].response
     if not (reply.get("content") or reply.get("tool_calls")):
         return fail("the call", "the served model's reply has neither content nor tool calls", calls_path)
+    counted, problem = prompt_count(log, study.pricing.prompt_tolerance)
+    if problem is not None:
+        return fail("the prompt count", problem, calls_path)
     trajectory = files.where / TRAJECTORY
     if not trajectory.is_file():
         return fail("its action", f"the agent wrote no trajectory ({why})", agent_log)
@@ -193,7 +222,7 @@ def run_verdict(study: Study, run: Run, layout: Layout, server_log: Path, batch_
         tail = last_line(text[text.rindex(TRACEBACK):])
         return fail("its stop at the cap", f"an exception in the agent's log: {tail}", agent_log)
     return Check(name, True, f"{run.task}: 1 call answered by the {study.model.section['backend']} server, "
-                 f"its action executed ({seen}), then {files.status} ({files.where})")
+                 f"its action executed ({seen}), then {files.status} ({files.where}); {counted}")
 
 
 def first_step_checks(study: Study) -> list[Check]:
