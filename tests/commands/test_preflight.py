@@ -75,6 +75,8 @@ def site(tmp_path, monkeypatch):
     cfg["tasks"] = {"ids": TASKS}
     cfg["dataset"]["known_ids"] = str(ROOT / cfg["dataset"]["known_ids"])
     cfg["model"]["vllm"] = {"apptainer_image": str(images / "containers" / "vllm.sif"), "model_dir": str(model)}
+    # the vLLM double has no tokenizer of its own (fakes/vllm.py): Qwen's approximation
+    cfg["model"]["tokenizer"] = "qwen2.5"
     cfg["agent"]["trae"] = {"apptainer_image": str(images / "containers" / "trae-agent.sif")}
     cfg["execution"]["scratch_dir"] = str(tmp_path)
     cfg["evaluation"]["image_dir"] = str(images / "swebench")
@@ -116,8 +118,8 @@ def test_a_ready_gpu_node_passes_every_check(site):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checks = lines_of(proc)
     assert set(checks) == {"apptainer", "image vllm", "image trae-agent", "instance images",
-                           "gpu in container (--nv)", "gpu memory", "model", "kv cache budget", "prefix cache",
-                           "scratch space", "trae-cli", "conda environments", "apptainer cache", "apptainer tmp"}
+                           "gpu in container (--nv)", "gpu memory", "model", "prompt count", "kv cache budget",
+                           "prefix cache", "scratch space", "trae-cli", "conda environments", "apptainer cache", "apptainer tmp"}
     assert all(v.startswith("OK") for v in checks.values()), checks
     # Apptainer's cache and temporary directory: from the config, on scratch
     assert f"at {site.parent / 'apptainer' / 'cache'} (APPTAINER_CACHEDIR)" in checks["apptainer cache"]
@@ -128,7 +130,19 @@ def test_a_ready_gpu_node_passes_every_check(site):
     assert "48 layers × 4 KV heads × head_dim 128 (bfloat16), 56.81 GiB of weights" in checks["model"]
     assert "≥ 24.00 GiB for one 262,144-token sequence (bf16, 96 KiB per token)" in checks["kv cache budget"]
     assert "≥ execution.concurrency 16" in checks["prefix cache"]
-    assert proc.stdout.splitlines()[-1] == "all 14 checks passed"
+    assert checks["prompt count"] == "OK Qwen3-Coder's format with Qwen's BPE (an approximation: the server's tokenizer is not at hand)"
+    assert proc.stdout.splitlines()[-1] == "all 15 checks passed"
+
+
+def test_a_served_model_without_its_tokenizer_fails_the_prompt_count(site):
+    """model.tokenizer: auto (config/config.yaml) counts with the served model's own tokenizer: a
+    model directory without tokenizer.json is one line before any GPU hour, saying what to set."""
+    proc = preflight(edit(site, lambda c: c["model"].update(tokenizer="auto")), "--partition", "gpu")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = lines_of(proc)["prompt count"]
+    assert line.startswith(f"FAIL {site.parent / 'model'}: no tokenizer.json; give the served model's directory "
+                           "(model.tokenizer_dir, model.vllm.model_dir) or set model.tokenizer: qwen2.5"), line
+    assert proc.stdout.splitlines()[-1] == "1 of 15 checks failed: prompt count"
 
 
 def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
@@ -139,7 +153,7 @@ def test_a_96_gb_gpu_fails_the_kv_budget_naming_the_settings(site, monkeypatch):
     assert budget.startswith("FAIL vLLM will refuse to start: one 262,144-token sequence needs 24.00 GiB")
     assert "set model.vllm.kv_cache_dtype: fp8 (needs 12.00 GiB)" in budget
     assert "prefix cache" not in lines_of(proc)  # vLLM would not start: nothing to cache
-    assert proc.stdout.splitlines()[-1] == "1 of 13 checks failed: kv cache budget"
+    assert proc.stdout.splitlines()[-1] == "1 of 14 checks failed: kv cache budget"
     # the fix the line names passes
     proc = preflight(edit(site, lambda c: c["model"]["vllm"].update(kv_cache_dtype="fp8")), "--partition", "gpu")
     assert proc.returncode == 0, proc.stdout
@@ -217,10 +231,10 @@ def test_the_workflows_job_writes_its_output_only_when_everything_passed(site, t
     study = load_study(site)
     out, log = tmp_path / "pre" / "gpu.txt", tmp_path / "logs" / "gpu.log"
     run_in_job(study, "gpu", out=out, log=log)
-    assert out.read_text() == log.read_text() and out.read_text().count("\nOK") == 13
+    assert out.read_text() == log.read_text() and out.read_text().count("\nOK") == 14
     monkeypatch.setenv("FAKE_NVIDIA_SMI_FAIL", "1")
     out.unlink()
-    with pytest.raises(PreflightFailed, match=r"preflight on the gpu partition: 1 of 12 checks failed \(gpu memory\)"):
+    with pytest.raises(PreflightFailed, match=r"preflight on the gpu partition: 1 of 13 checks failed \(gpu memory\)"):
         run_in_job(study, "gpu", out=out, log=log)
     assert not out.exists() and "FAIL gpu memory" in log.read_text()
     assert issubclass(PreflightFailed, UserError) and PreflightFailed.exit_code == 1
@@ -322,7 +336,7 @@ def test_route_c_checks_the_server_on_the_gpu_partition_and_the_agents_on_the_cp
     gpu = preflight(site, "--partition", "gpu")
     assert gpu.returncode == 0, gpu.stdout + gpu.stderr
     assert set(lines_of(gpu)) == {"apptainer", "image vllm", "gpu in container (--nv)", "gpu memory", "model",
-                                  "kv cache budget", "prefix cache", "conda environments"}
+                                  "prompt count", "kv cache budget", "prefix cache", "conda environments"}
     cpu = preflight(site, "--partition", "cpu")
     assert cpu.returncode == 0, cpu.stdout + cpu.stderr
     assert set(lines_of(cpu)) == {"apptainer", "instance images", "image trae-agent", "scratch space", "trae-cli",
@@ -555,14 +569,14 @@ def test_the_gpu_job_runs_each_agents_first_step_after_the_node_checks(site, tmp
     assert runs_first_step(study, "gpu") and not runs_first_step(study, "cpu")
     out, log = tmp_path / "pre" / "gpu.txt", tmp_path / "logs" / "gpu.log"
     run_in_job(study, "gpu", out=out, log=log)
-    assert out.read_text() == log.read_text() and out.read_text().count("OK   ") == 14
+    assert out.read_text() == log.read_text() and out.read_text().count("OK   ") == 15
     assert f"\nOK   first step trae: {TASKS[0]}: 1 call answered by the vllm server" in out.read_text()
     off = load_study(edit(config, lambda c: c["cluster"].update(preflight_first_step=False)))
     assert target_key(off) != target_key(study) and not runs_first_step(off, "gpu")
     helps_only = '#!/bin/sh\n[ "$1" = --help ] && exec echo Usage\necho "ImportError: libssl.so.3" >&2\nexit 1\n'
     trae_image(tmp_path / "images" / "containers" / "trae-agent.sif", helps_only)
     out.unlink()
-    with pytest.raises(PreflightFailed, match=r"1 of 14 checks failed \(first step trae\)"):
+    with pytest.raises(PreflightFailed, match=r"1 of 15 checks failed \(first step trae\)"):
         run_in_job(study, "gpu", out=out, log=log)
     assert not out.exists() and "OK   trae-cli: " in log.read_text()
     assert f"FAIL first step trae: {TASKS[0]}: the agent's launch: " in log.read_text()

@@ -45,10 +45,11 @@ from forgetting.cluster.containers import (
     serves_vllm,
 )
 from forgetting.cluster.preflight import checks as c
-from forgetting.cluster.preflight.checks import BINFMT_DIR, GIB, Check, check_conda_envs
+from forgetting.cluster.preflight.checks import BINFMT_DIR, GIB, Check, check_conda_envs, last_line
 from forgetting.foundation.atomic import write_text
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.seeds import text_hex
+from forgetting.run.counting import counting_for, counting_line
 from forgetting.run.vllm_memory import (
     ModelShape,
     budget_for,
@@ -107,6 +108,16 @@ def gpu_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path) -> li
     return model_server_checks(study, environ, binfmt_dir, agents_beside=beside)
 
 
+def prompt_count_check(study: Study) -> Check:
+    """How the runs' proxies will count prompts (``model.tokenizer``): the served model's
+    tokenizer and chat template found and loaded, as a batch loads them before its server starts."""
+    try:
+        counting = counting_for(study.model.section, study.root)
+    except UserError as exc:
+        return Check("prompt count", False, last_line(str(exc)))
+    return Check("prompt count", True, counting_line(counting))
+
+
 def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Path, *,
                         agents_beside: bool) -> list[Check]:
     """vLLM's checks (``agents_beside``: with the agents', in the order a batch job meets them)."""
@@ -147,6 +158,8 @@ def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Pa
         except UserError as exc:
             out.append(Check("model", False, str(exc)))
             model_dir = None
+    if model_dir:
+        out.append(prompt_count_check(study))
     if cpu and model_dir:
         budget = budget_for(study, int(float(vllm["cpu_kv_space_gib"]) * GIB), model_dir, cpu=True)
         ok, line = kv_budget_line(budget)
