@@ -119,7 +119,8 @@ def test_a_ready_gpu_node_passes_every_check(site):
     checks = lines_of(proc)
     assert set(checks) == {"apptainer", "image vllm", "image trae-agent", "instance images",
                            "gpu in container (--nv)", "gpu memory", "model", "prompt count", "kv cache budget",
-                           "prefix cache", "scratch space", "trae-cli", "conda environments", "apptainer cache", "apptainer tmp"}
+                           "prefix cache", "scratch space", "trae-cli", "conda environments", "apptainer cache",
+                           "apptainer tmp"}
     assert all(v.startswith("OK") for v in checks.values()), checks
     # Apptainer's cache and temporary directory: from the config, on scratch
     assert f"at {site.parent / 'apptainer' / 'cache'} (APPTAINER_CACHEDIR)" in checks["apptainer cache"]
@@ -130,7 +131,8 @@ def test_a_ready_gpu_node_passes_every_check(site):
     assert "48 layers × 4 KV heads × head_dim 128 (bfloat16), 56.81 GiB of weights" in checks["model"]
     assert "≥ 24.00 GiB for one 262,144-token sequence (bf16, 96 KiB per token)" in checks["kv cache budget"]
     assert "≥ execution.concurrency 16" in checks["prefix cache"]
-    assert checks["prompt count"] == "OK Qwen3-Coder's format with Qwen's BPE (an approximation: the server's tokenizer is not at hand)"
+    assert checks["prompt count"] == ("OK Qwen3-Coder's format with Qwen's BPE (an approximation: the server's "
+                                      "tokenizer is not at hand)")
     assert proc.stdout.splitlines()[-1] == "all 15 checks passed"
 
 
