@@ -47,7 +47,7 @@ import orjson
 from forgetting.foundation.errors import RunOutputError
 from forgetting.foundation.seeds import text_hex
 from forgetting.prompt import chat_format
-from forgetting.prompt.served_format import ServedFormat
+from forgetting.prompt.served_format import Block, ServedFormat
 from forgetting.prompt.usage import Usage, parse_usage
 from forgetting.records import PartDeletion
 from forgetting.records.calllog_fields import check_call, check_header, check_segment
@@ -57,6 +57,8 @@ FILENAME = "calls.jsonl"
 
 
 _ABSENT = object()  # a field missing from a message (distinct from None)
+#: the context of a message keyed alone (one object: the keys memo compares them at every call)
+_PLAIN_CONTEXT = chat_format.SegmentContext()
 _KEYED = ("role", "content", "reasoning_content", "tool_calls")  # the memo's fast fields
 
 
@@ -136,7 +138,13 @@ class CallLogWriter:
         not logged yet, token ids and all. The proxy prepares a request's prompt *before* it
         forwards the request, so whatever fails on it fails before the call is served."""
         if self._served is not None:
-            return self._prepare_served(self._served, messages, tools)
+            return self._prepare_served(self._served, self._served.blocks(messages, tools), messages, tools)
+        return self._prepare_plain(messages, tools)
+
+    def _prepare_plain(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> PreparedPrompt:
+        """:meth:`prepare` with Qwen3-Coder's format (:mod:`forgetting.prompt.chat_format`)."""
         plan = chat_format.segment_plan(messages, tools)
         with self._lock:
             keys = self._segment_keys(plan)
@@ -150,19 +158,18 @@ class CallLogWriter:
         return PreparedPrompt(keys, chat_format.tools_id(tools), new)
 
     def _prepare_served(
-        self, fmt: ServedFormat, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+        self, fmt: ServedFormat, blocks: list[Block], messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
     ) -> PreparedPrompt:
-        """:meth:`prepare` with the served model's blocks: a block that renders one message is
-        keyed by the message and its text (two tool results of equal text stay two messages),
-        one the template added (``implicit``) or one of several messages by its text alone."""
-        blocks = fmt.blocks(messages, tools)
+        """:meth:`prepare` with the served model's ``blocks`` of the prompt: a block that renders
+        one message is keyed by the message and its text (two tool results of equal text stay two
+        messages), one the template added (``implicit``) or one of several messages by its text
+        alone."""
         extra = len(blocks) - len(messages)
-        aligned = extra in (0, 1) and all(
-            b.role == m.get("role") for b, m in zip(blocks[extra:], messages, strict=True))
+        aligned = extra in (0, 1) and [b.role for b in blocks[extra:]] == [m.get("role") for m in messages]
         with self._lock:
             if aligned:
-                plain = chat_format.SegmentContext()
-                message_keys = self._segment_keys([(m, plain, i) for i, m in enumerate(messages)])
+                message_keys = self._segment_keys([(m, _PLAIN_CONTEXT, i) for i, m in enumerate(messages)])
             keys: list[str] = []
             new: dict[str, dict[str, Any]] = {}
             for j, block in enumerate(blocks):
