@@ -155,6 +155,10 @@ def test_a_growing_history_renders_only_a_window_and_counts_exactly_as_the_whole
     rendered.clear()
     assert fmt.prompt_token_ids(grown, tools) == whole(fmt, grown, tools)
     assert rendered == [1 + 1 + len(grown) - 5]
+    # the same request again (a client's retry): the first and the last message only
+    rendered.clear()
+    assert fmt.prompt_token_ids(grown, tools) == whole(fmt, grown, tools)
+    assert rendered == [2]
     # a change in the first two messages: the whole render
     first = [{**grown[0], "content": "another system prompt"}, *grown[1:]]
     rendered.clear()

@@ -254,8 +254,8 @@ class ServedFormat:
             if conv[i] is not prev[i] and conv[i] != prev[i]:
                 same = i
                 break
-        if same < 2 or (same == len(conv) == n):
-            return None  # a change in the first two messages; or nothing new at all
+        if same < 2:
+            return None  # a change in the first two messages
         window = self._whole_blocks(conv[:1] + conv[same - 1:], tools)
         head = extra + 1
         if (len(window) != head + 1 + len(conv) - same or window[:head] != prev_blocks[:head]
