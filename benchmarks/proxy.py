@@ -42,18 +42,12 @@ from forgetting.prompt.messages import segment  # noqa: E402
 from forgetting.prompt.served_format import Counting, load  # noqa: E402
 from forgetting.run.proxy import ProxySettings, start_proxy  # noqa: E402
 from forgetting_testkit import fakes  # noqa: E402
-from forgetting_testkit.bpe_model import bpe_model_dir  # noqa: E402
+from forgetting_testkit.bpe_model import code_bpe_dir  # noqa: E402
 from forgetting_testkit.histories import realistic  # noqa: E402
 
 #: the schema's deletion settings
 DELETION = DeletionSettings.from_section({})
 CONFIGS = ["baseline", "delayed-turn-tool_output-50", "delayed-token-both-50", "immediate-turn-both-100"]
-
-
-def bpe_dir(root: Path) -> Path:
-    """A model directory with a byte-level BPE trained here on code-like text (no model hub)."""
-    corpus = [f"def f_{i}(x):\n    return compute(x, {i})  # cat src/mod_{i}.py && ls -la\n" for i in range(2000)]
-    return bpe_model_dir(root, corpus, vocab_size=2000)
 
 
 def history_for(tokens: int, calls: int) -> list[dict]:
@@ -166,7 +160,7 @@ def main() -> None:
     sizes = [len(chat_format.prompt_token_ids(h)) for h in histories]
     big = int(0.9 * args.tokens)
     if args.served_bpe:
-        args.served = str(bpe_dir(Path(tempfile.mkdtemp(prefix="proxy-bench-bpe-"))))
+        args.served = str(code_bpe_dir(Path(tempfile.mkdtemp(prefix="proxy-bench-bpe-"))))
         args.chat_template = str(ROOT / "resources" / "chat_templates" / "chatml-tools.jinja")
     counting = Counting("served", load(args.served, args.chat_template)) if args.served else None
     print(f"prompts counted with {'the served model ' + args.served if args.served else 'Qwen (approximation)'}")

@@ -19,19 +19,13 @@ import time
 from pathlib import Path
 
 from forgetting.prompt.served_format import ServedFormat, load
-from forgetting_testkit.bpe_model import bpe_model_dir
+from forgetting_testkit.bpe_model import code_bpe_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
 TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run a command",
                                            "parameters": {"type": "object",
                                                           "properties": {"command": {"type": "string"}}}}}]
-
-
-def model_dir(root: Path) -> Path:
-    """A byte-level BPE trained here (no model hub) beside the shipped ChatML-with-tools template."""
-    corpus = [f"def f_{i}(x):\n    return compute(x, {i})  # cat src/mod_{i}.py && ls -la\n" for i in range(2000)]
-    return bpe_model_dir(root, corpus, vocab_size=2000)
 
 
 def trajectory(turns: int, output_chars: int) -> list[dict]:
@@ -59,7 +53,7 @@ def main() -> None:
     parser.add_argument("--output-chars", type=int, default=1500)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        files = load(str(model_dir(Path(tmp))), str(TEMPLATE)).files
+        files = load(str(code_bpe_dir(Path(tmp))), str(TEMPLATE)).files
         full = trajectory(args.turns, args.output_chars)
         calls = [full[:k] for k in range(3, len(full) + 1, 2)]  # one model call per turn
         windowed = ServedFormat(files)

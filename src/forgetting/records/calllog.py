@@ -47,7 +47,7 @@ import orjson
 from forgetting.foundation.errors import RunOutputError
 from forgetting.foundation.seeds import text_hex
 from forgetting.prompt import chat_format
-from forgetting.prompt.served_format import Block, ServedFormat
+from forgetting.prompt.served_format import ServedFormat
 from forgetting.prompt.usage import Usage, parse_usage
 from forgetting.records import PartDeletion
 from forgetting.records.calllog_fields import check_call, check_header, check_segment
@@ -138,13 +138,7 @@ class CallLogWriter:
         not logged yet, token ids and all. The proxy prepares a request's prompt *before* it
         forwards the request, so whatever fails on it fails before the call is served."""
         if self._served is not None:
-            return self._prepare_served(self._served, self._served.blocks(messages, tools), messages, tools)
-        return self._prepare_plain(messages, tools)
-
-    def _prepare_plain(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
-    ) -> PreparedPrompt:
-        """:meth:`prepare` with Qwen3-Coder's format (:mod:`forgetting.prompt.chat_format`)."""
+            return self._prepare_served(self._served, messages, tools)
         plan = chat_format.segment_plan(messages, tools)
         with self._lock:
             keys = self._segment_keys(plan)
@@ -158,13 +152,12 @@ class CallLogWriter:
         return PreparedPrompt(keys, chat_format.tools_id(tools), new)
 
     def _prepare_served(
-        self, fmt: ServedFormat, blocks: list[Block], messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]] | None,
+        self, fmt: ServedFormat, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
     ) -> PreparedPrompt:
-        """:meth:`prepare` with the served model's ``blocks`` of the prompt: a block that renders
-        one message is keyed by the message and its text (two tool results of equal text stay two
-        messages), one the template added (``implicit``) or one of several messages by its text
-        alone."""
+        """:meth:`prepare` with the served model's blocks: a block that renders one message is
+        keyed by the message and its text (two tool results of equal text stay two messages),
+        one the template added (``implicit``) or one of several messages by its text alone."""
+        blocks = fmt.blocks(messages, tools)
         extra = len(blocks) - len(messages)
         aligned = extra in (0, 1) and [b.role for b in blocks[extra:]] == [m.get("role") for m in messages]
         with self._lock:

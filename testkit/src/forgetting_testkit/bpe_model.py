@@ -28,3 +28,9 @@ def bpe_model_dir(root: Path, corpus: Iterable[str], *, vocab_size: int, chat_te
     (root / "tokenizer_config.json").write_text(json.dumps(config))
     (root / "config.json").write_text("{}")
     return root
+
+
+def code_bpe_dir(root: Path) -> Path:
+    """A model directory whose BPE is trained on code-like text (the benchmarks' served model)."""
+    corpus = [f"def f_{i}(x):\n    return compute(x, {i})  # cat src/mod_{i}.py && ls -la\n" for i in range(2000)]
+    return bpe_model_dir(root, corpus, vocab_size=2000)
