@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from forgetting.deletion.parts import Editable, decompose
 from forgetting.deletion.settings import DeletionSettings
@@ -84,35 +84,38 @@ class PolicyError(RuntimeError):
     """A policy broke the contract (a bug in the policy, not a user error)."""
 
 
-@dataclass(frozen=True, order=True)
-class Rewrite:
-    """Rewrite one part of one turn.
-
-    ``mode="turn"``: each message's text of the part is replaced by one placeholder
-    (``placeholder`` or the configured one; ``{lines}`` and ``{tokens}`` in it are filled
-    with the original text's line and token counts). ``mode="token"``: ``amount`` percent
-    of the part's tokens are removed, per message, the rest kept in order.
-    """
-
+class _RewriteFields(NamedTuple):
     turn: int
     part: str
     mode: str
     amount: float | None = None
     placeholder: str | None = None
 
-    def __post_init__(self) -> None:
-        if self.part not in PARTS:
-            raise PolicyError(f"rewrite of unknown part {self.part!r}")
-        if self.mode not in MODES:
-            raise PolicyError(f"rewrite with unknown mode {self.mode!r}")
-        if self.mode == "token" and not (self.amount is not None and 0 < self.amount <= 100):
-            raise PolicyError(f"token-level rewrite needs an amount in (0, 100], got {self.amount!r}")
-        # hashed once: the engine looks every rewrite of a long history up at every call
-        fields = (self.turn, self.part, self.mode, self.amount, self.placeholder)
-        object.__setattr__(self, "_hash", hash(fields))
 
-    def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined, no-any-return]
+class Rewrite(_RewriteFields):
+    """Rewrite one part of one turn.
+
+    ``mode="turn"``: each message's text of the part is replaced by one placeholder
+    (``placeholder`` or the configured one; ``{lines}`` and ``{tokens}`` in it are filled
+    with the original text's line and token counts). ``mode="token"``: ``amount`` percent
+    of the part's tokens are removed, per message, the rest kept in order.
+
+    A named tuple, checked when made: immutable, ordered by its fields, and hashed and
+    compared in C (the engine looks every rewrite of a long history up at every call).
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls, turn: int, part: str, mode: str, amount: float | None = None, placeholder: str | None = None
+    ) -> Rewrite:
+        if part not in PARTS:
+            raise PolicyError(f"rewrite of unknown part {part!r}")
+        if mode not in MODES:
+            raise PolicyError(f"rewrite with unknown mode {mode!r}")
+        if mode == "token" and not (amount is not None and 0 < amount <= 100):
+            raise PolicyError(f"token-level rewrite needs an amount in (0, 100], got {amount!r}")
+        return super().__new__(cls, turn, part, mode, amount, placeholder)
 
 
 class HistoryView:
