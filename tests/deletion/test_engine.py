@@ -378,3 +378,48 @@ def test_a_turn_whose_observations_arrive_later_is_rewritten_whole():
     reducer.reduce(msgs[:cut])
     assert reducer.reduce(msgs) == reduce_history(msgs, d, 1, actions=actions_of(msgs))
     assert reducer.reduce(msgs).messages[-1]["content"] == "[tool output deleted]"
+
+
+@PROPS
+@given(histories(), st.data())
+def test_a_segmentation_resumed_from_its_head_is_the_whole_ones(h, data):
+    _, msgs = h
+    n = data.draw(st.integers(0, len(msgs)))
+    head = segment(msgs[:n])
+    assert segment(msgs, head=(head, n)) == segment(msgs)
+
+
+def test_a_policy_that_newly_rewrites_an_old_turn_is_applied_in_turn_order():
+    class Late(Policy):
+        """From the fourth turn on, rewrites the first turn's tool output and the reasoning of
+        every turn before the last: at the fourth call, turn 1 is new behind reused turns 2, 3."""
+
+        name = "late"
+
+        def decide(self, view: HistoryView) -> list[Rewrite]:
+            out = [Rewrite(t, "reasoning", "turn") for t in range(1, view.n_turns)]
+            return out + ([Rewrite(1, "tool_output", "turn")] if view.n_turns >= 4 else [])
+
+    msgs = realistic("tool_calls", 6, output_lines=3)
+    d = Deletion(name="late", policy="late")
+    settings_ = DeletionSettings.from_section()
+    reducer = Reducer(d, 1, policy=Late(d, settings_), actions=None, settings=DELETION_DEFAULTS)
+    turns = segment(msgs).turns
+    for k in range(2, len(turns) + 1):
+        hist = msgs[: turns[k].assistant] if k < len(turns) else msgs
+        got = reducer.reduce(hist)
+        pure = Reducer(d, 1, policy=Late(d, settings_), actions=None, settings=DELETION_DEFAULTS).reduce(hist)
+        assert got == pure
+        assert [(r.turn, r.part) for r in got.records] == sorted((r.turn, r.part) for r in got.records)
+        if k == 4:
+            assert [(r.turn, r.part) for r in got.new] == [(1, "tool_output"), (3, "reasoning")]
+
+
+def test_a_rewrite_is_checked_when_made_and_orders_by_turn_then_part():
+    with pytest.raises(PolicyError, match="unknown part 'notes'"):
+        Rewrite(1, "notes", "turn")
+    with pytest.raises(PolicyError, match="needs an amount"):
+        Rewrite(1, "reasoning", "token")
+    a, b = Rewrite(2, "reasoning", "token", 50.0), Rewrite(1, "tool_output", "turn")
+    assert sorted([a, b]) == [b, a] and a == Rewrite(turn=2, part="reasoning", mode="token", amount=50)
+    assert {a: 1}[Rewrite(2, "reasoning", "token", 50.0)] == 1

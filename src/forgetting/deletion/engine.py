@@ -30,8 +30,15 @@ from forgetting.deletion.settings import DeletionSettings
 from forgetting.deletion.tokens import kept_text, removal_mask
 from forgetting.grid import PARTS, Deletion
 from forgetting.prompt import tokenizer
-from forgetting.prompt.messages import ActionSyntax, segment
+from forgetting.prompt.messages import ActionSyntax, Segmented, segment
 from forgetting.records import PartDeletion
+
+_PART_ORDER = {p: k for k, p in enumerate(PARTS)}
+
+
+def _in_order(rw: Rewrite) -> tuple[int, int]:
+    """A rewrite's place: by turn, then by part as :data:`forgetting.grid.PARTS` lists them."""
+    return rw.turn, _PART_ORDER[rw.part]
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ class _Call:
     out: list[dict[str, Any]]  # as reduced
     applied: dict[Rewrite, list[PartDeletion]]  # each rewrite and the messages it rewrote
     n_turns: int
+    segmented: Segmented  # its turns
+    records: list[PartDeletion]  # every part rewritten in it, in order
 
 
 class Reducer:
@@ -155,6 +164,12 @@ class Reducer:
     # -- one history ---------------------------------------------------------------------
     def _decide(self, view: HistoryView) -> list[Rewrite]:
         rewrites = self.policy.decide(view)
+        if not rewrites:
+            return rewrites
+        turns = [rw.turn for rw in rewrites]
+        parts = {(rw.turn, rw.part) for rw in rewrites}
+        if min(turns) >= 1 and max(turns) <= view.n_turns and len(parts) == len(rewrites):
+            return rewrites  # the usual case, checked at C speed; otherwise the first fault, named
         seen: set[tuple[int, str]] = set()
         for rw in rewrites:
             if not 1 <= rw.turn <= view.n_turns:
@@ -162,24 +177,26 @@ class Reducer:
             if (rw.turn, rw.part) in seen:
                 raise PolicyError(f"policy {self.policy.name!r} rewrote turn {rw.turn} {rw.part} twice")
             seen.add((rw.turn, rw.part))
-        return rewrites
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
         with self._lock:
             return self._reduce(messages)
 
     def _reduce(self, messages: Sequence[Mapping[str, Any]]) -> Reduction:
-        seg = segment(messages)
-        view = HistoryView(messages, self.seed, actions=self.actions, segmented=seg, counter=self.count)
         if self.deletion.is_baseline:
-            return Reduction([dict(m) for m in messages], (), (), view.n_turns, seg.style)
-        rewrites = self._decide(view)
+            seg = segment(messages)
+            return Reduction([dict(m) for m in messages], (), (), len(seg.turns), seg.style)
         # the previous call of this run, when this history extends it (the usual case): its
-        # reduced messages and applied rewrites are reused, only new rewrites cost work
+        # segmentation, reduced messages and applied rewrites are reused, only new rewrites cost work
         last = self._last
         n_last = len(last.messages) if last is not None else 0
         extends = last is not None and len(messages) >= n_last and list(messages[:n_last]) == last.messages
-        if extends and seg.turns and seg.turns[-1].assistant == n_last:
+        seg = segment(messages, head=(last.segmented, n_last) if extends and last is not None else None)
+        view = HistoryView(messages, self.seed, actions=self.actions, segmented=seg, counter=self.count)
+        rewrites = self._decide(view)
+        head_call = extends and bool(seg.turns) and seg.turns[-1].assistant == n_last
+        if head_call:
             previous = set(last.applied)  # the previous call's history is exactly this one's head
         else:
             previous_view = view.before_last_turn()
@@ -196,12 +213,21 @@ class Reducer:
         reused = {rw: recs for rw, recs in last.applied.items() if rw.turn < last.n_turns} if extends else {}
         base = last.out if extends else []
         out = list(base) + [dict(m) for m in messages[len(base) :]]  # entries are replaced, never mutated
-        order = {p: k for k, p in enumerate(PARTS)}
         applied: dict[Rewrite, list[PartDeletion]] = {}
         records: list[PartDeletion] = []
         new: list[PartDeletion] = []
-        for rw in sorted(rewrites, key=lambda r: (r.turn, order[r.part])):
-            recs = reused.get(rw)
+        todo = sorted((rw for rw in rewrites if rw not in reused), key=_in_order)
+        if head_call and last is not None and (not todo or todo[0].turn >= last.n_turns):
+            # every rewrite reused comes before every one to do: the previous call's records of
+            # its finished turns (already in order) are this call's first, its rewrites all kept
+            k = len(last.records)
+            while k and last.records[k - 1].turn >= last.n_turns:
+                k -= 1
+            records, applied, ordered = last.records[:k], dict(reused), todo
+        else:
+            ordered = sorted(rewrites, key=_in_order)
+        for rw in ordered:
+            recs = reused.get(rw)  # none of those to do is reused
             if recs is None:
                 recs = []
                 for i, message, rec in self._part(messages, view, rw):
@@ -211,8 +237,10 @@ class Reducer:
             records += recs
             if rw not in previous:
                 new += recs
-        # shallow copies: a caller that reassigns a message's field in place is still seen
-        self._last = _Call([dict(m) for m in messages], out, applied, view.n_turns)
+        # shallow copies: a caller that reassigns a message's field in place is still seen (the
+        # head that extends the previous call is equal to its copies, which are this reducer's own)
+        head = last.messages if extends else []
+        self._last = _Call(head + [dict(m) for m in messages[len(head) :]], out, applied, view.n_turns, seg, records)
         return Reduction([dict(m) for m in out], tuple(records), tuple(new), view.n_turns, seg.style)
 
 

@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from forgetting.prompt.chat_format import content_text
 
@@ -69,8 +69,9 @@ class ActionSyntax:
 MINI_1X_ACTIONS = ActionSyntax(r"```bash\s*\n(.*?)\n```", "mini-swe-agent 1.x AgentConfig.action_regex default")
 
 
-@dataclass(frozen=True)
-class Turn:
+class Turn(NamedTuple):
+    """One turn of a history (a named tuple: a long history makes hundreds at every call)."""
+
     index: int  # 1-based: the model call that produced this turn
     assistant: int  # message index of the assistant message
     observations: tuple[int, ...]  # message indices of its tool outputs
@@ -109,14 +110,25 @@ def prompt_messages(messages: Sequence[Message]) -> list[Message]:
     return [m for m in messages if m.get("role") not in NON_PROMPT_ROLES]
 
 
-def segment(messages: Sequence[Message], style: Style | None = None) -> Segmented:
-    """Split a history into preamble and turns."""
+def segment(
+    messages: Sequence[Message], style: Style | None = None, *, head: tuple[Segmented, int] | None = None
+) -> Segmented:
+    """Split a history into preamble and turns. ``head``: the segmentation of the history's first
+    ``n`` messages (given as ``(segmented, n)``): only the messages after them are looked at."""
     style = style or detect_style(messages)
     preamble: list[int] = []
     turns: list[Turn] = []
     current: int | None = None
     obs: list[int] = []
-    for i, m in enumerate(messages):
+    start = 0
+    if head is not None:
+        known, start = head
+        if known.turns:  # its last turn may gain tool outputs: it is reopened
+            turns, last = list(known.turns[:-1]), known.turns[-1]
+            current, obs = last.assistant, list(last.observations)
+        preamble = list(known.preamble)
+    for i in range(start, len(messages)):
+        m = messages[i]
         role = m.get("role")
         if role in NON_PROMPT_ROLES:
             continue

@@ -249,14 +249,16 @@ class CallLogWriter:
         n = len(prev_messages)
         if n and len(plan) >= n and ctxs[:n] == prev_ctxs and messages[:n] == prev_messages:
             keys = prev_keys[:]
+            copies = prev_messages[:]  # equal to this call's head, and this writer's own
         else:  # some earlier message changed (the proxy rewrote a turn): compare one by one
-            n, keys = min(n, len(plan)), []
+            n, keys, copies = min(n, len(plan)), [], []
             for j in range(n):
-                same = ctxs[j] == prev_ctxs[j] and messages[j] == prev_messages[j]
+                same = (ctxs[j] is prev_ctxs[j] or ctxs[j] == prev_ctxs[j]) and messages[j] == prev_messages[j]
                 keys.append(prev_keys[j] if same else self._segment_key(messages[j], ctxs[j]))
+                copies.append(prev_messages[j] if same else dict(messages[j]))
         keys += [self._segment_key(m, c) for m, c in zip(messages[n:], ctxs[n:], strict=True)]
         # shallow copies: a caller that reassigns a message's field in place is still seen
-        self._prev = ([dict(m) for m in messages], ctxs, keys)
+        self._prev = (copies + [dict(m) for m in messages[n:]], ctxs, keys)
         return keys
 
     def _segment_key(self, message: Mapping[str, Any], ctx: chat_format.SegmentContext) -> str:
