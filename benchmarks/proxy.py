@@ -7,7 +7,9 @@ alternating per call. The upstream is the test double ``forgetting_testkit/fakes
 in its own process (it answers at once, so every millisecond measured is HTTP, JSON and
 the proxy's own work). Prints the median latency of both paths over the calls whose
 history holds ≥ 90k tokens, the added latency and the ratio, for a few configurations;
-then the engine alone, memoized (the proxy's :class:`Reducer`) vs the pure function.
+then the proxy's own work per call in-process, stage by stage (no HTTP: steadier where the
+latencies move by milliseconds from run to run); then the engine alone, memoized (the proxy's
+:class:`Reducer`) vs the pure function.
 Target (issue 3): added latency ≤ 5 ms per call at 100k tokens.
 
     python benchmarks/proxy.py [--calls 200] [--tokens 100000] [--repeats 1] [--served MODEL_DIR | --served-bpe]
@@ -40,7 +42,9 @@ from forgetting.grid import Deletion, paper_configuration  # noqa: E402
 from forgetting.prompt import chat_format  # noqa: E402
 from forgetting.prompt.messages import segment  # noqa: E402
 from forgetting.prompt.served_format import Counting, load  # noqa: E402
+from forgetting.records.calllog import CallLogWriter  # noqa: E402
 from forgetting.run.proxy import ProxySettings, start_proxy  # noqa: E402
+from forgetting.run.proxy.openai_api import dumps, parse_request  # noqa: E402
 from forgetting_testkit import fakes  # noqa: E402
 from forgetting_testkit.bpe_model import code_bpe_dir  # noqa: E402
 from forgetting_testkit.histories import realistic  # noqa: E402
@@ -115,6 +119,44 @@ def measure(
     )
 
 
+def own_work(name: str, histories: list[list[dict]], sizes: list[int], big: int, counting: Counting | None) -> None:
+    """The proxy's own work per call, in this process and without HTTP (steadier than the added
+    latency on a busy machine): parsing and checking the request, the deletion, the prompt's
+    records for the call log (its token counts) and the call's log line; best of 3 runs' medians."""
+    stages = ("parse", "deletion", "prompt count", "log", "total")
+    best = dict.fromkeys(stages, float("inf"))
+    bodies = [json.dumps({"model": "qwen3-coder", "messages": h, "temperature": 0}).encode() for h in histories]
+    for _ in range(3):
+        times: dict[str, list[float]] = {k: [] for k in stages}
+        reducer = Reducer(paper_configuration(name), 7, actions=None, settings=DELETION)
+        with tempfile.TemporaryDirectory() as logs:
+            log = CallLogWriter(Path(logs) / "calls.jsonl", {"bench": name},
+                                served=counting.served if counting else None)
+            known = None
+            for body, size in zip(bodies, sizes, strict=True):
+                t0 = time.perf_counter()
+                req = parse_request(body, known)
+                known = req["messages"]
+                t1 = time.perf_counter()
+                reduction = reducer.reduce(req["messages"])
+                if reduction.changed:
+                    dumps({**req, "messages": reduction.messages})
+                t2 = time.perf_counter()
+                prompt = log.prepare(reduction.messages, None)
+                t3 = time.perf_counter()
+                log.append_call(prompt=prompt, params={}, deleted=reduction.deleted,
+                                response={"role": "assistant", "content": "ok"},
+                                usage={"prompt_tokens": size, "completion_tokens": 1},
+                                t_request=0.0, t_response=0.0)
+                t4 = time.perf_counter()
+                if size >= big:
+                    for k, a, b in zip(stages, (t0, t1, t2, t3, t0), (t1, t2, t3, t4, t4), strict=True):
+                        times[k].append(b - a)
+        for k in stages:
+            best[k] = min(best[k], statistics.median(times[k]))
+    print(f"own work, {name:<28} " + "  ".join(f"{k} {best[k] * 1e3:5.2f}" for k in stages) + " ms")
+
+
 def time_reducer(deletion: Deletion, histories: list[list[dict]], sizes: list[int], big: int) -> tuple[
     float, float, Reducer
 ]:
@@ -181,6 +223,8 @@ def main() -> None:
     finally:
         fake.terminate()
         fake.wait()
+    for name in CONFIGS:
+        own_work(name, histories, sizes, big, counting)
     engine_only(histories, sizes, big)
 
 
