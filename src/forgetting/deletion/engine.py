@@ -75,9 +75,12 @@ class _Call:
     messages: list[dict[str, Any]]  # the history as received
     out: list[dict[str, Any]]  # as reduced
     applied: dict[Rewrite, list[PartDeletion]]  # each rewrite and the messages it rewrote
-    n_turns: int
     segmented: Segmented  # its turns
     records: list[PartDeletion]  # every part rewritten in it, in order
+
+    @property
+    def n_turns(self) -> int:
+        return len(self.segmented.turns)
 
 
 class Reducer:
@@ -240,7 +243,7 @@ class Reducer:
         # shallow copies: a caller that reassigns a message's field in place is still seen (the
         # head that extends the previous call is equal to its copies, which are this reducer's own)
         head = last.messages if extends else []
-        self._last = _Call(head + [dict(m) for m in messages[len(head) :]], out, applied, view.n_turns, seg, records)
+        self._last = _Call(head + [dict(m) for m in messages[len(head) :]], out, applied, seg, records)
         return Reduction([dict(m) for m in out], tuple(records), tuple(new), view.n_turns, seg.style)
 
 
