@@ -86,6 +86,13 @@ def test_vllm_command_passes_the_memory_settings():
     assert "--kv-cache-dtype" not in vllm_command(filled_model(MODEL | {"vllm": {}}), host="h", port=1)
 
 
+def test_the_weights_dtype_is_passed_and_auto_leaves_the_models_own():
+    """model.vllm.dtype: float32 where a CPU has no bf16 (the real-model lane on AVX2)."""
+    cmd = vllm_command(filled_model(MODEL | {"vllm": {"dtype": "float32"}}), host="h", port=1, environ={})
+    assert cmd[cmd.index("--dtype") + 1] == "float32"
+    assert "--dtype" not in vllm_command(filled_model(MODEL | {"vllm": {}}), host="h", port=1, environ={})
+
+
 def test_cleanenv_keeps_the_gpu_slurm_gave_the_job():
     """--cleanenv drops CUDA_VISIBLE_DEVICES, so the command passes it with --env."""
     model = MODEL | {"vllm": {"apptainer_image": "/img/vllm.sif"}}

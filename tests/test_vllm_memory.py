@@ -129,3 +129,27 @@ def test_route_cs_one_server_holds_the_runs_in_flight_of_every_batch_job():
     ok, line = prefix_cache_line(dataclasses.replace(big, concurrency=128))  # 8 batch jobs × 16: the old route C
     assert not ok and "< model.endpoint.runs_in_flight 128" in line
     assert "set model.endpoint.runs_in_flight: 27" in line
+
+
+def test_a_served_dtype_sizes_the_weights_and_an_auto_kv_cache_in_it(tmp_path):
+    """model.vllm.dtype: float32 doubles a bf16 model's weights and its auto KV cache in the
+    budget (vLLM casts as it loads); an explicit kv_cache_dtype keeps its own size."""
+    import yaml
+
+    from forgetting.run.vllm_memory import budget_for
+    from forgetting.study.config import merge_configs, study_from_mapping
+    from forgetting_testkit.checkout import ROOT
+
+    (tmp_path / "config.json").write_text(json.dumps(QWEN3_CODER))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 1000}}))
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+
+    def with_vllm(**vllm) -> Budget:
+        study = study_from_mapping(merge_configs(base, {"model": {"vllm": vllm}}), source="test", root=ROOT)
+        return budget_for(study, 144 * 10**9, tmp_path)
+
+    auto, fp32 = with_vllm(), with_vllm(dtype="float32")
+    assert (auto.weights, auto.per_token, auto.dtype_name()) == (1000, 96 * 1024, "bf16")
+    assert (fp32.weights, fp32.per_token, fp32.dtype_name()) == (2000, 192 * 1024, "float32")
+    fp8 = with_vllm(dtype="float32", kv_cache_dtype="fp8")
+    assert (fp8.weights, fp8.per_token) == (2000, 48 * 1024)

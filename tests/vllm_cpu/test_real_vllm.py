@@ -61,7 +61,7 @@ def model_section() -> dict:
         "backend": "vllm", "name": MODEL_DIR, "served_name": SERVED, "context_window": 8192,
         "max_tokens": 32, "chat_template": str(TEMPLATE),
         "vllm": {"device": "cpu", "python": PYTHON, "apptainer_image": None, "cpu_kv_space_gib": 1,
-                 "enforce_eager": True, "tool_call_parser": "pythonic", "max_num_seqs": 2,
+                 "enforce_eager": True, "dtype": "float32", "tool_call_parser": "pythonic", "max_num_seqs": 2,
                  "startup_timeout_s": 900},
     }
 
@@ -119,7 +119,7 @@ def replay(url: str, history: list[dict], style: str, calls: int) -> None:
         body = {"model": SERVED, "messages": history[: 2 + 2 * k], "temperature": 0, "max_tokens": 1}
         if style == "tool_calls":
             body["tools"] = TOOLS
-        status, reply = request(url, "POST", "/v1/chat/completions", body)
+        status, reply = request(url, "POST", "/v1/chat/completions", body, timeout=SETTINGS.timeout_s)
         assert status == 200, reply
 
 

@@ -163,6 +163,8 @@ def vllm_command(model: Mapping[str, Any], *, host: str, port: int,
         cmd += ["--gpu-memory-utilization", str(v["gpu_memory_utilization"])]
     if v["enforce_eager"]:
         cmd += ["--enforce-eager"]
+    if v["dtype"] != "auto":
+        cmd += ["--dtype", str(v["dtype"])]
     if v["kv_cache_dtype"] != "auto":
         cmd += ["--kv-cache-dtype", str(v["kv_cache_dtype"])]
     for key, option in (("tensor_parallel_size", "--tensor-parallel-size"), ("max_num_seqs", "--max-num-seqs"),

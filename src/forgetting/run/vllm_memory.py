@@ -32,7 +32,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,13 @@ def find_model_dir(name: str, configured: str | None = None,
     return None, looked
 
 
+def served_weights_bytes(model_dir: Path, dtype: str) -> int:
+    """The weights' memory once loaded in ``dtype``: their files' size, scaled from the dtype
+    the model's ``config.json`` names to ``dtype`` (vLLM's ``--dtype`` casts as it loads)."""
+    stored = ModelShape.from_config(model_dir / "config.json").dtype
+    return weights_bytes(model_dir) * DTYPE_BYTES[dtype] // DTYPE_BYTES[stored]
+
+
 def weights_bytes(model_dir: Path) -> int:
     """The weights' size: the safetensors index's ``metadata.total_size``, else the sum of the
     ``*.safetensors`` files (followed through the cache's symlinks)."""
@@ -249,10 +256,13 @@ def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = Fal
     vllm = study.model.vllm
     shape = ModelShape.from_config(model_dir / "config.json")
     kv_dtype = str(vllm["kv_cache_dtype"])
+    served = str(vllm["dtype"])
+    if served != "auto":  # --dtype casts the weights as they load: their memory, and an auto KV cache's
+        shape = replace(shape, dtype=served)
     return Budget(
         total=total_bytes,
         utilization=1.0 if cpu else float(vllm["gpu_memory_utilization"]),
-        weights=0 if cpu else weights_bytes(model_dir),
+        weights=0 if cpu else served_weights_bytes(model_dir, shape.dtype),
         overhead=0 if cpu else int(float(vllm["overhead_gib"]) * GIB),
         per_token=shape.kv_bytes_per_token(kv_dtype),
         kv_cache_dtype=kv_dtype,

@@ -29,10 +29,11 @@ TOOLS = [
 
 
 def request(
-    url: str, method: str, path: str, body: Any = None, headers: dict | None = None
+    url: str, method: str, path: str, body: Any = None, headers: dict | None = None, *, timeout: float = 30
 ) -> tuple[int, Any]:
+    """One request; ``timeout``: seconds a reply may take (a real model's prefill takes more)."""
     host_port = url.split("//", 1)[1].split("/", 1)[0]
-    conn = http.client.HTTPConnection(host_port, timeout=30)
+    conn = http.client.HTTPConnection(host_port, timeout=timeout)
     raw = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
     conn.request(method, path, body=raw, headers={"Content-Type": "application/json", **(headers or {})})
     resp = conn.getresponse()
