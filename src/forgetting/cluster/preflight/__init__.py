@@ -135,7 +135,8 @@ def model_server_checks(study: Study, environ: Mapping[str, str], binfmt_dir: Pa
         out += agents.images()
     gpu = None
     if cpu:
-        out += c.check_vllm_cpu(str(vllm["python"]) if vllm.get("python") else None, server is not None)
+        out += c.check_vllm_cpu(str(vllm["python"]) if vllm.get("python") else None, server is not None,
+                                dtype=str(vllm["dtype"]))
     else:
         if server:
             out.append(c.check_gpu_in_container(apptainer, server, environ))

@@ -341,16 +341,29 @@ def vllm_cpu_kernels(machine: str, cpuinfo: str) -> str | None:
     return "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else None
 
 
-def check_vllm_cpu(python: str | None, in_image: bool) -> list[Check]:
+def bf16_advice(cpuinfo: str, dtype: str) -> str:
+    """A note for the ``cpu`` line: a bf16 model served as it is (``model.vllm.dtype`` ``auto`` or
+    ``bfloat16``) on a CPU with no bf16 instructions (neither ``avx512_bf16`` nor ``amx_bf16``)
+    prefills several times slower than in float32 (docs/runs.md); empty otherwise."""
+    flags = set(cpuinfo.split())
+    if dtype not in ("auto", "bfloat16") or flags & {"avx512_bf16", "amx_bf16"}:
+        return ""
+    return ("; no bf16 instructions here (avx512_bf16, amx_bf16): a bf16 model prefills 4–5× faster with "
+            "model.vllm.dtype: float32")
+
+
+def check_vllm_cpu(python: str | None, in_image: bool, *, dtype: str = "auto") -> list[Check]:
     """vLLM's CPU build: an x86_64 CPU with AVX2 at least (:func:`vllm_cpu_kernels`) and, where it
-    runs on the host, vLLM importable by ``model.vllm.python``."""
+    runs on the host, vLLM importable by ``model.vllm.python``; ``dtype``: ``model.vllm.dtype``
+    (:func:`bf16_advice`)."""
     out = []
     cpuinfo = ""
     with contextlib.suppress(OSError):
         cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     machine = platform.machine()
     kernels = vllm_cpu_kernels(machine, cpuinfo)
-    out.append(Check("cpu", kernels is not None, f"{machine}, vLLM's {kernels} kernels" if kernels else (
+    out.append(Check("cpu", kernels is not None, f"{machine}, vLLM's {kernels} kernels"
+                     f"{bf16_advice(cpuinfo, dtype)}" if kernels else (
         f"{machine}, no AVX2: vLLM's CPU build (vllm-cpu) needs an x86_64 CPU with AVX2 at least "
         "(AVX-512 is faster): use another node or model.vllm.device: gpu")))
     if python and not in_image:
