@@ -153,3 +153,47 @@ def test_a_served_dtype_sizes_the_weights_and_an_auto_kv_cache_in_it(tmp_path):
     assert (fp32.weights, fp32.per_token, fp32.dtype_name()) == (2000, 192 * 1024, "float32")
     fp8 = with_vllm(dtype="float32", kv_cache_dtype="fp8")
     assert (fp8.weights, fp8.per_token) == (2000, 48 * 1024)
+
+
+SMOLLM2 = {"architectures": ["LlamaForCausalLM"], "hidden_size": 576, "num_attention_heads": 9,
+           "num_hidden_layers": 30, "num_key_value_heads": 3, "head_dim": 64, "torch_dtype": "bfloat16"}
+
+
+def cpu_study(tmp_path: Path, **model):
+    """A study served by vLLM's CPU build (SmolLM2's shape, an 8,192-token window, one run at a time)."""
+    import yaml
+
+    from forgetting.study.config import merge_configs, study_from_mapping
+    from forgetting_testkit.checkout import ROOT
+
+    (tmp_path / "config.json").write_text(json.dumps(SMOLLM2))
+    base = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    part = {"context_window": 8192, **model, "vllm": {"device": "cpu", "apptainer_image": None, "dtype": "float32",
+                                                      **model.get("vllm", {})}}
+    return study_from_mapping(merge_configs(base, {"model": part, "execution": {"concurrency": 1}}),
+                              source="test", root=ROOT)
+
+
+def test_a_cpu_server_with_a_short_window_holds_one_run_at_its_window_not_the_typical_run(tmp_path):
+    """Seen on the real vLLM (the lane's demo): a typical run's mean context (23,450 tokens) is
+    larger than an 8,192-token window, which no run outgrows; the preflight refused a 1 GiB cache
+    that holds two whole windows, and told a study at concurrency 1 to set concurrency 1."""
+    from forgetting.run.vllm_memory import budget_for
+
+    study = cpu_study(tmp_path)
+    b = budget_for(study, 1 * GIB, tmp_path, cpu=True)
+    assert (b.block_tokens, b.mean_context, b.per_token) == (128, 8192, 2 * 30 * 3 * 64 * 4)
+    assert kv_budget_line(b)[0]
+    assert prefix_cache_line(b) == (True, "the KV cache holds 23,296 tokens: 2 runs at a typical run's mean context "
+                                          "of 8,192 tokens ≥ execution.concurrency 1")
+    # a cache too small for one window: the CPU's setting, never a GPU's or a concurrency of 0
+    small = budget_for(study, GIB // 4, tmp_path, cpu=True)
+    ok, line = kv_budget_line(small)
+    assert not ok and "model.vllm.cpu_kv_space_gib: 0.5" in line and "gpu_memory_utilization" not in line
+    import dataclasses
+
+    ok, line = prefix_cache_line(dataclasses.replace(b, concurrency=3))
+    assert not ok and line.endswith("set execution.concurrency: 2 or model.vllm.cpu_kv_space_gib: 1.25 or "
+                                    "model.vllm.kv_cache_dtype: fp8")
+    # model.vllm.block_size is the server's block
+    assert budget_for(cpu_study(tmp_path, vllm={"block_size": 32}), GIB, tmp_path, cpu=True).block_tokens == 32

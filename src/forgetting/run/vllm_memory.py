@@ -23,7 +23,7 @@ prefix cache between its calls. When the batch's runs need more blocks than the 
 vLLM evicts the least recently used, the next call of that run recomputes them, and the
 cached-token counts the study compares fall. :func:`prefix_cache_line` compares the cache's
 tokens with ``execution.concurrency`` runs at a typical run's mean context
-(:mod:`forgetting.run.gpu_time`).
+(:mod:`forgetting.run.gpu_time`; at most the context window, which no run outgrows).
 """
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ from forgetting.run.gpu_time import THROUGHPUT, max_model_len, run_cost
 GIB = 1 << 30
 #: vLLM's default KV-cache block size on CUDA (tokens); a sequence takes whole blocks
 BLOCK_TOKENS = 16
+#: its default on a CPU (``vllm/platforms/cpu.py``, ``CpuPlatform.check_and_update_config``: 128
+#: unless ``--block-size`` names one; MLA models excepted)
+CPU_BLOCK_TOKENS = 128
 #: bytes per element of the model's dtype (config.json ``torch_dtype`` / ``dtype``)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 #: bytes per element of ``--kv-cache-dtype`` (``auto``: the model's)
@@ -95,9 +98,16 @@ class ModelShape:
         return 2 * self.layers * self.kv_heads * self.head_dim * element
 
 
-def kv_bytes(tokens: int, per_token: int) -> int:
-    """KV cache of one sequence of ``tokens`` tokens (whole 16-token blocks, as vLLM allocates)."""
-    return math.ceil(tokens / BLOCK_TOKENS) * BLOCK_TOKENS * per_token
+def kv_bytes(tokens: int, per_token: int, block: int = BLOCK_TOKENS) -> int:
+    """KV cache of one sequence of ``tokens`` tokens (whole ``block``-token blocks, as vLLM allocates)."""
+    return math.ceil(tokens / block) * block * per_token
+
+
+def block_tokens(vllm: Mapping[str, Any], cpu: bool) -> int:
+    """The server's KV-cache block: ``model.vllm.block_size``, else vLLM's default on the device."""
+    if vllm.get("block_size"):
+        return int(vllm["block_size"])
+    return CPU_BLOCK_TOKENS if cpu else BLOCK_TOKENS
 
 
 def hub_dirs(environ: Mapping[str, str]) -> list[Path]:
@@ -185,6 +195,10 @@ class Budget:
     mean_context: int
     #: the key ``concurrency`` comes from: the runs in flight on this one server
     in_flight_key: str = "execution.concurrency"
+    #: the server's KV-cache block (tokens)
+    block_tokens: int = BLOCK_TOKENS
+    #: vLLM's CPU build: ``total`` is ``model.vllm.cpu_kv_space_gib``, all of it KV cache
+    cpu: bool = False
 
     @property
     def available(self) -> int:
@@ -192,11 +206,11 @@ class Budget:
 
     @property
     def need_one(self) -> int:
-        return kv_bytes(self.max_model_len, self.per_token)
+        return kv_bytes(self.max_model_len, self.per_token, self.block_tokens)
 
     @property
     def capacity_tokens(self) -> int:
-        return max(0, self.available) // (BLOCK_TOKENS * self.per_token) * BLOCK_TOKENS
+        return max(0, self.available) // (self.block_tokens * self.per_token) * self.block_tokens
 
     @property
     def runs_fit(self) -> int:
@@ -211,6 +225,11 @@ def gib(n: float) -> str:
     return f"{n / GIB:.2f} GiB"
 
 
+def kv_space_setting(need: int) -> str:
+    """``model.vllm.cpu_kv_space_gib`` that holds ``need`` bytes (rounded up to a quarter GiB)."""
+    return f"model.vllm.cpu_kv_space_gib: {math.ceil(need / GIB * 4) / 4:g}"
+
+
 def kv_budget_line(b: Budget) -> tuple[bool, str]:
     """(ok, one line): does one ``max_model_len`` sequence fit, as vLLM requires to start?"""
     per = f"{b.dtype_name()}, {b.per_token / 1024:g} KiB per token"
@@ -223,12 +242,15 @@ def kv_budget_line(b: Budget) -> tuple[bool, str]:
         half = kv_bytes(b.max_model_len, b.per_token // DTYPE_BYTES[b.model_dtype])
         if b.available >= half:
             fixes.append(f"model.vllm.kv_cache_dtype: fp8 (needs {gib(half)})")
-    fitting_len = max(0, b.available) // (BLOCK_TOKENS * b.per_token) * BLOCK_TOKENS
+    fitting_len = b.capacity_tokens
     if fitting_len >= 1024:
         fixes.append(f"model.vllm.max_model_len: {fitting_len} or less")
-    utilization = math.ceil((b.weights + b.overhead + b.need_one) / b.total * 100) / 100
-    if utilization <= 0.98:
-        fixes.append(f"model.vllm.gpu_memory_utilization: {utilization:.2f}")
+    if b.cpu:
+        fixes.append(kv_space_setting(b.need_one))
+    else:
+        utilization = math.ceil((b.weights + b.overhead + b.need_one) / b.total * 100) / 100
+        if utilization <= 0.98:
+            fixes.append(f"model.vllm.gpu_memory_utilization: {utilization:.2f}")
     advice = ("; set " + ", or ".join(fixes)) if fixes else \
         "; use a GPU with more memory, or more GPUs (model.vllm.tensor_parallel_size)"
     return False, (f"vLLM will refuse to start: one {b.max_model_len:,}-token sequence needs {gib(b.need_one)} of KV "
@@ -241,7 +263,9 @@ def prefix_cache_line(b: Budget) -> tuple[bool, str]:
             f"of {b.mean_context:,} tokens")
     if b.runs_fit >= b.concurrency:
         return True, f"{head} ≥ {b.in_flight_key} {b.concurrency}"
-    fixes = [f"{b.in_flight_key}: {max(1, b.runs_fit)}"]
+    fixes = [f"{b.in_flight_key}: {b.runs_fit}"] if b.runs_fit >= 1 else []
+    if b.cpu:
+        fixes.append(kv_space_setting(b.concurrency * kv_bytes(b.mean_context, b.per_token, b.block_tokens)))
     if b.kv_cache_dtype == "auto" and DTYPE_BYTES.get(b.model_dtype, 1) > 1:
         fixes.append("model.vllm.kv_cache_dtype: fp8")
     return False, (f"{head} < {b.in_flight_key} {b.concurrency}: vLLM evicts runs' cached prefixes between "
@@ -269,8 +293,11 @@ def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = Fal
         model_dtype=shape.dtype,
         max_model_len=max_model_len(study),
         concurrency=runs_in_flight(study)[0],
-        mean_context=round(run_cost(THROUGHPUT.typical_calls).mean_prompt),
+        # a run's context never outgrows the server's window
+        mean_context=min(round(run_cost(THROUGHPUT.typical_calls).mean_prompt), max_model_len(study)),
         in_flight_key=runs_in_flight(study)[1],
+        block_tokens=block_tokens(vllm, cpu),
+        cpu=cpu,
     )
 
 

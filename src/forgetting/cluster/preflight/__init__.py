@@ -213,8 +213,9 @@ class AgentChecks:
     def sandboxes(self) -> list[Check]:
         study, out = self.study, []
         apptainer = study.evaluation.apptainer
-        out += c.check_apptainer_dirs(apptainer.cache_dir, apptainer.tmp_dir, images=len(study.tasks),
-                                      largest_sif=max(self.sif_sizes, default=c.NOMINAL_SIF_BYTES))
+        if self.need_apptainer():  # its cache and temp directories: only where the runs pull or run an image
+            out += c.check_apptainer_dirs(apptainer.cache_dir, apptainer.tmp_dir, images=len(study.tasks),
+                                          largest_sif=max(self.sif_sizes, default=c.NOMINAL_SIF_BYTES))
         mini = [a for a in study.agents if a in ("mini", "mini-text")]
         if mini and runs_need_instance_images(study):
 
