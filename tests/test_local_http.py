@@ -52,6 +52,22 @@ def test_health_checks_to_loopback_bypass_a_site_proxy(monkeypatch):
         proxy.shutdown()
 
 
+def test_the_servers_block_size_is_read_from_loopback_past_a_site_proxy(monkeypatch):
+    from forgetting.run.model_server import cache_info
+
+    model, model_seen = _serve(200)
+    proxy, proxy_seen = _serve(502)
+    try:
+        for key in ("no_proxy", "NO_PROXY"):
+            monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.server_port}")
+        assert cache_info(f"http://127.0.0.1:{model.server_port}/v1") == {}  # it publishes no block
+        assert model_seen == ["/metrics"] and proxy_seen == []
+    finally:
+        model.shutdown()
+        proxy.shutdown()
+
+
 def test_agents_environment_names_loopback_in_no_proxy():
     env = with_loopback_no_proxy({"http_proxy": "http://proxy:3128", "no_proxy": ".site.org"})
     assert env["no_proxy"] == ".site.org,127.0.0.1,localhost,::1" and env["NO_PROXY"] == "127.0.0.1,localhost,::1"

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -453,8 +454,11 @@ def cache_info(base_url: str, *, timeout_s: float = 5.0) -> dict[str, Any]:
     size it assumed."""
     root = base_url.rstrip("/")
     root = root[:-3] if root.endswith("/v1") else root
+    host = urllib.parse.urlsplit(root).hostname or ""
+    # this node's own server straight (a site's http_proxy must not see it); another through the proxy as set
+    opener = open_local if host in LOOPBACK else urllib.request.urlopen
     try:
-        with urllib.request.urlopen(f"{root}/metrics", timeout=timeout_s) as resp:
+        with opener(f"{root}/metrics", timeout=timeout_s) as resp:
             text = resp.read(4 * 1024 * 1024).decode("utf-8", "replace")
     except (OSError, ValueError):
         return {}
