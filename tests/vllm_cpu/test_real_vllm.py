@@ -17,7 +17,6 @@ or the turn cap), the study's model, a GPU, vLLM's eviction under load.
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import urllib.request
 
@@ -30,10 +29,17 @@ from forgetting.records.calllog import read_call_log
 from forgetting.run.counting import counting_for
 from forgetting.run.model_server import cache_info, serving
 from forgetting.run.proxy import ProxySettings, start_proxy
-from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 from forgetting_testkit.histories import ACTIONS
 from forgetting_testkit.proxy_client import TOOLS, observation, request
-from forgetting_testkit.real_vllm import MODEL_DIR, SERVED, SKIP, demo_config, model_section, record_timing
+from forgetting_testkit.real_vllm import (
+    MODEL_DIR,
+    SERVED,
+    SKIP,
+    collect_demo,
+    demo_config,
+    model_section,
+    record_timing,
+)
 from forgetting_testkit.runner import filled_model
 
 #: the schema's proxy settings
@@ -153,16 +159,7 @@ def test_a_narrowed_demo_through_an_endpoint_runs_evaluates_and_collects(real_vl
                 "tokenizer": "served", "tokenizer_dir": MODEL_DIR, "chat_template": model["chat_template"],
                 "endpoint": {"base_url": server.base_url}}
     config = demo_config(tmp_path, endpoint, agents=["mini-text"], configurations=[])
-    runs = tmp_path / "results" / "datasets" / "runs.parquet"
-    t0 = time.monotonic()
-    done = subprocess.run([bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--directory",
-                           str(ROOT), str(runs)], cwd=ROOT, capture_output=True, text=True, timeout=1200,
-                          env=cli_env())
-    record_timing("demo_endpoint_s", time.monotonic() - t0)
-    assert done.returncode == 0, done.stderr[-4000:]
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(runs).to_pylist()
+    table = collect_demo(config, "demo_endpoint_s")
     assert [(r["agent"], r["configuration"], r["model_backend"]) for r in table] == [
         ("mini-text", "baseline", "endpoint")]
     logs = sorted((tmp_path / "results" / "runs").rglob("calls.jsonl"))

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from forgetting_testkit.checkout import ROOT
+from forgetting_testkit.checkout import ROOT, bin_path, cli_env
 
 PYTHON = os.environ.get("FORGETTING_VLLM_CPU_PYTHON")
 MODEL_DIR = os.environ.get("FORGETTING_VLLM_CPU_MODEL")
@@ -64,3 +66,18 @@ def demo_config(tmp_path: Path, model: dict[str, Any], *, agents: list[str], con
     path = tmp_path / "study.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def collect_demo(config: Path, timing: str) -> list[dict[str, Any]]:
+    """Snakemake (2 cores) up to the runs dataset of the study ``config`` (:func:`demo_config`),
+    its time recorded as ``timing``; the dataset's rows (the workflow's stderr on a failure)."""
+    import pyarrow.parquet as pq
+
+    runs = config.parent / "results" / "datasets" / "runs.parquet"
+    t0 = time.monotonic()
+    done = subprocess.run([bin_path("snakemake"), "--cores", "2", "--configfile", str(config), "--directory",
+                           str(ROOT), str(runs)], cwd=ROOT, capture_output=True, text=True, timeout=1200,
+                          env=cli_env())
+    record_timing(timing, time.monotonic() - t0)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return pq.read_table(runs).to_pylist()
