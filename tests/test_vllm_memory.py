@@ -193,7 +193,7 @@ def test_a_cpu_server_with_a_short_window_holds_one_run_at_its_window_not_the_ty
     import dataclasses
 
     ok, line = prefix_cache_line(dataclasses.replace(b, concurrency=3))
-    assert not ok and line.endswith("set execution.concurrency: 2 or model.vllm.cpu_kv_space_gib: 1.25 or "
-                                    "model.vllm.kv_cache_dtype: fp8")
+    # (no fp8 cache on a CPU: vLLM's CPU build takes one only with AVX-512 or AMX)
+    assert not ok and line.endswith("set execution.concurrency: 2 or model.vllm.cpu_kv_space_gib: 1.25")
     # model.vllm.block_size is the server's block
     assert budget_for(cpu_study(tmp_path, vllm={"block_size": 32}), GIB, tmp_path, cpu=True).block_tokens == 32

@@ -230,6 +230,14 @@ def kv_space_setting(need: int) -> str:
     return f"model.vllm.cpu_kv_space_gib: {math.ceil(need / GIB * 4) / 4:g}"
 
 
+def fp8_helps(b: Budget) -> bool:
+    """Whether ``model.vllm.kv_cache_dtype: fp8`` is advice worth giving: the cache is in the model's
+    wider dtype, on a GPU (vLLM's CPU build takes an fp8 cache only with AVX-512 or AMX, and only
+    for some head sizes: ``vllm/v1/attention/backends/cpu_attn.py``; there the cache's space is the
+    setting to change)."""
+    return not b.cpu and b.kv_cache_dtype == "auto" and DTYPE_BYTES.get(b.model_dtype, 1) > 1
+
+
 def kv_budget_line(b: Budget) -> tuple[bool, str]:
     """(ok, one line): does one ``max_model_len`` sequence fit, as vLLM requires to start?"""
     per = f"{b.dtype_name()}, {b.per_token / 1024:g} KiB per token"
@@ -238,8 +246,8 @@ def kv_budget_line(b: Budget) -> tuple[bool, str]:
     if b.available >= b.need_one:
         return True, f"{sums} of KV cache ≥ {gib(b.need_one)} for one {b.max_model_len:,}-token sequence ({per})"
     fixes = []
-    if b.kv_cache_dtype == "auto" and DTYPE_BYTES.get(b.model_dtype, 1) > 1:
-        half = kv_bytes(b.max_model_len, b.per_token // DTYPE_BYTES[b.model_dtype])
+    if fp8_helps(b):
+        half = kv_bytes(b.max_model_len, b.per_token // DTYPE_BYTES[b.model_dtype], b.block_tokens)
         if b.available >= half:
             fixes.append(f"model.vllm.kv_cache_dtype: fp8 (needs {gib(half)})")
     fitting_len = b.capacity_tokens
@@ -266,7 +274,7 @@ def prefix_cache_line(b: Budget) -> tuple[bool, str]:
     fixes = [f"{b.in_flight_key}: {b.runs_fit}"] if b.runs_fit >= 1 else []
     if b.cpu:
         fixes.append(kv_space_setting(b.concurrency * kv_bytes(b.mean_context, b.per_token, b.block_tokens)))
-    if b.kv_cache_dtype == "auto" and DTYPE_BYTES.get(b.model_dtype, 1) > 1:
+    if fp8_helps(b):
         fixes.append("model.vllm.kv_cache_dtype: fp8")
     return False, (f"{head} < {b.in_flight_key} {b.concurrency}: vLLM evicts runs' cached prefixes between "
                    f"their calls and the cached-token counts fall; set {' or '.join(fixes)}")
