@@ -20,12 +20,11 @@ in the working directory; the kernel releases it when the process ends, however 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
-import time
 from pathlib import Path
 
+from forgetting.foundation import flock
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.seeds import text_hex
 
@@ -56,23 +55,15 @@ def hold_study_lock(results: str | os.PathLike[str], workdir: str | os.PathLike[
     path = lock_path(results, workdir)
     if path in _held:
         return []
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").split()
-        os.close(fd)
-        pid = holder[0] if holder else "unknown"
-        since = time.strftime("%H:%M:%S", time.localtime(int(holder[1]))) if len(holder) > 1 and holder[
-            1].isdigit() else "earlier"
+        fd = flock.take(path, str(results.resolve()))
+    except flock.Held as held:
+        pid, since = held.holder.pid, held.holder.since
         raise StudyBusy(
             f"{results}: another Snakemake is running this study (pid {pid}, since {since}); two at once would "
             f"overwrite each other's runs and tables: wait for it to finish, or stop it (Ctrl-C in its terminal, "
             f"or kill -INT {pid}) and run this again"
         ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()} {int(time.time())} {results.resolve()}\n".encode(), 0)
     _held[path] = fd
     return remove_stale_locks(results, workdir)
 

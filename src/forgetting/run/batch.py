@@ -1,5 +1,8 @@
 """A batch of runs against one model server: the workflow's ``run_batch`` job.
 
+0. The batch takes its own lock (:func:`batch_lock`): a second copy of a batch still running
+   — a Slurm job left by a killed Snakemake, resubmitted by the next one — stops in one line
+   before it touches anything, since step 1 would remove the first copy's runs in progress.
 1. Leftovers of interrupted attempts at the batch's runs are removed; finished runs (a
    ``run.json`` in their final directory) are skipped unless ``force_rerun``.
 2. If anything is left to do, ONE model server is started for the batch (vLLM on the
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.agents import action_syntax, prepare_environment
+from forgetting.foundation import flock
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.faults import checkpoint
@@ -62,6 +66,38 @@ HEALTH_EVERY_S = 30.0
 
 class RunsNotFinished(UserError):
     """Some runs of a batch met an infrastructure failure; rerunning the batch redoes them."""
+
+
+class BatchBusy(UserError):
+    """Another live process runs this batch."""
+
+
+#: the batch's lock file, in its directory (beside its manifest)
+BATCH_LOCK = ".batch.lock"
+
+
+@contextlib.contextmanager
+def batch_lock(directory: Path, key: str, say: StageLog) -> Iterator[None]:
+    """Hold the lock of the batch whose directory is ``directory`` for the ``with`` block (its
+    forked runs share it; the kernel frees it however the batch ends). Held by a live process:
+    :class:`BatchBusy`, naming it. A file system that takes no ``flock``: one line in the
+    batch's log, and the batch goes on unguarded."""
+    try:
+        fd = flock.take(directory / BATCH_LOCK, key)
+    except flock.Held as held:
+        h = held.holder
+        raise BatchBusy(
+            f"{key}: this batch is running already (pid {h.pid} on {h.host}, since {h.since}); a second copy would "
+            "remove its runs in progress: wait for it to end, or stop it (on a cluster: squeue, then scancel its "
+            "job), then run the same command again") from None
+    except OSError as exc:
+        say.line(f"{key}: no lock on {directory} ({exc.strerror or exc}): do not run this batch twice at once")
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -538,7 +574,8 @@ def run_batch(
     # the agents' model clients (litellm, Trae's openai) and their containers reach the run's
     # proxy on loopback directly, never through a site's http_proxy
     os.environ.update(with_loopback_no_proxy(os.environ))
-    with StageLog(log, echo=echo) as say, _stop_as_exception():
+    with StageLog(log, echo=echo) as say, _stop_as_exception(), \
+            batch_lock(server_log_path(study, batch, manifest).parent, batch.key, say):
         runner = BatchRunner(study, batch, settings, say, None if manifest is None else Path(manifest))
         todo = runner.plan()
         if runner.report.skipped:

@@ -1,0 +1,59 @@
+"""Exclusive locks that name their holder: an ``flock`` on a file of its own, with the holder's
+process id, host and start time written into it. The kernel releases the lock when the holder's
+last descriptor closes, however the process ends, so a lock never outlives a killed holder
+(the file stays and is simply taken again)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Holder:
+    """What a held lock's file says of its holder."""
+
+    pid: str
+    host: str
+    since: str
+
+
+class Held(Exception):
+    """A live process holds the lock: ``holder`` names it."""
+
+    def __init__(self, holder: Holder) -> None:
+        super().__init__(f"held by pid {holder.pid} on {holder.host} since {holder.since}")
+        self.holder = holder
+
+
+def take(path: Path, note: str = "") -> int:
+    """Take the exclusive lock of ``path`` (made, with its folder, if missing) without waiting;
+    return its descriptor (the lock is held until it is closed; a forked child shares it).
+    :class:`Held` when a live process holds it; another :class:`OSError` when the file system
+    takes no ``flock`` (the caller decides what that means)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        words = os.pread(fd, 4096, 0).decode("utf-8", "replace").split()
+        os.close(fd)
+        raise Held(_holder(words)) from None
+    except OSError:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()} {int(time.time())} {socket.gethostname()} {note}\n".encode(), 0)
+    return fd
+
+
+def _holder(words: list[str]) -> Holder:
+    pid = words[0] if words else "unknown"
+    since = time.strftime("%H:%M:%S", time.localtime(int(words[1]))) if len(words) > 1 and words[1].isdigit() \
+        else "earlier"
+    host = words[2] if len(words) > 2 else "this machine"
+    return Holder(pid, host, since)
