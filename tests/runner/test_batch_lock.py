@@ -49,3 +49,25 @@ def test_a_second_copy_of_a_running_batch_stops_naming_the_first_and_removes_not
     document = run_batch(study, batch, echo=False)
     assert document["runs"][run.run_id]["status"] == run_json(study, run.run_id)["status"]
     assert not in_progress.exists()  # now a leftover: removed
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_lock_file_that_is_a_link_or_no_plain_file_is_one_line_and_nothing_is_written_through_it(tmp_path, kind):
+    import os
+
+    from forgetting.foundation import flock
+    from forgetting.foundation.errors import UserError
+
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    lock = tmp_path / "batch" / BATCH_LOCK
+    lock.parent.mkdir()
+    if kind == "symlink":
+        lock.symlink_to(target)
+    else:
+        os.mkfifo(lock)
+    with pytest.raises(UserError) as error:
+        flock.take(lock, "mini/baseline/b000")
+    assert str(error.value).startswith(f"{lock}: ") and "remove it" in str(error.value)
+    assert "\n" not in str(error.value)
+    assert target.read_text() == "keep me\n"

@@ -5,12 +5,16 @@ last descriptor closes, however the process ends, so a lock never outlives a kil
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import socket
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from forgetting.foundation.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,21 @@ class Held(Exception):
 def take(path: Path, note: str = "") -> int:
     """Take the exclusive lock of ``path`` (made, with its folder, if missing) without waiting;
     return its descriptor (the lock is held until it is closed; a forked child shares it).
-    :class:`Held` when a live process holds it; another :class:`OSError` when the file system
-    takes no ``flock`` (the caller decides what that means)."""
+    :class:`Held` when a live process holds it; a :class:`UserError` when ``path`` is a link or
+    no plain file; another :class:`OSError` when the file system takes no ``flock`` (the caller
+    decides what that means)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # never truncate what a link points at
+            raise UserError(f"{path}: a symbolic link where a lock file belongs; remove it and run this again") \
+                from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device would hang or be written to
+        os.close(fd)
+        raise UserError(f"{path}: not a plain file where a lock file belongs; remove it and run this again")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
