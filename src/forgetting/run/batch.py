@@ -82,6 +82,7 @@ def batch_lock(directory: Path, key: str, say: StageLog) -> Iterator[None]:
     forked runs share it; the kernel frees it however the batch ends). Held by a live process:
     :class:`BatchBusy`, naming it. A file system that takes no ``flock``: one line in the
     batch's log, and the batch goes on unguarded."""
+    fd: int | None = None
     try:
         fd = flock.take(directory / BATCH_LOCK, key)
     except flock.Held as held:
@@ -92,12 +93,11 @@ def batch_lock(directory: Path, key: str, say: StageLog) -> Iterator[None]:
             "job), then run the same command again") from None
     except OSError as exc:
         say.line(f"{key}: no lock on {directory} ({exc.strerror or exc}): do not run this batch twice at once")
-        yield
-        return
     try:
         yield
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
 
 
 @dataclass

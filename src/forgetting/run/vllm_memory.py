@@ -291,6 +291,8 @@ def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = Fal
     served = str(vllm["dtype"])
     if served != "auto":  # --dtype casts the weights as they load: their memory, and an auto KV cache's
         shape = replace(shape, dtype=served)
+    window = max_model_len(study)
+    concurrency, in_flight_key = runs_in_flight(study)
     return Budget(
         total=total_bytes,
         utilization=1.0 if cpu else float(vllm["gpu_memory_utilization"]),
@@ -299,11 +301,11 @@ def budget_for(study: Any, total_bytes: int, model_dir: Path, *, cpu: bool = Fal
         per_token=shape.kv_bytes_per_token(kv_dtype),
         kv_cache_dtype=kv_dtype,
         model_dtype=shape.dtype,
-        max_model_len=max_model_len(study),
-        concurrency=runs_in_flight(study)[0],
+        max_model_len=window,
+        concurrency=concurrency,
         # a run's context never outgrows the server's window
-        mean_context=min(round(run_cost(THROUGHPUT.typical_calls).mean_prompt), max_model_len(study)),
-        in_flight_key=runs_in_flight(study)[1],
+        mean_context=min(round(run_cost(THROUGHPUT.typical_calls).mean_prompt), window),
+        in_flight_key=in_flight_key,
         block_tokens=block_tokens(vllm, cpu),
         cpu=cpu,
     )
