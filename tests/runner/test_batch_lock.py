@@ -71,3 +71,21 @@ def test_a_lock_file_that_is_a_link_or_no_plain_file_is_one_line_and_nothing_is_
     assert str(error.value).startswith(f"{lock}: ") and "remove it" in str(error.value)
     assert "\n" not in str(error.value)
     assert target.read_text() == "keep me\n"
+
+
+def test_a_file_system_without_flock_says_so_in_the_batch_log_and_the_batch_goes_on(tmp_path, monkeypatch):
+    import errno
+
+    from forgetting.foundation import flock
+
+    def no_flock(path, note=""):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(flock, "take", no_flock)
+    study = study_at(tmp_path, repeats={"baseline": 1, "deletion": 1})
+    batch = batch_of(study, "mini", "baseline")
+    document = run_batch(study, batch, log=tmp_path / "batch.log", echo=False)
+    (run,) = batch.runs
+    assert document["runs"][run.run_id]["status"] == run_json(study, run.run_id)["status"]
+    assert f"{batch.key}: no lock on " in (tmp_path / "batch.log").read_text()
+    assert "(No locks available): do not run this batch twice at once" in (tmp_path / "batch.log").read_text()
