@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HOME = Path(os.environ.get("FORGETTING_VLLM_CPU_HOME", Path.home() / ".cache" / "forgetting" / "vllm-cpu"))
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "testkit" / "src")]
+
+from forgetting_testkit.real_vllm import TIMINGS  # noqa: E402  (the lane's timings file, where its tests write)
+
 BUDGET_S = 600.0
 
 LABELS = {
@@ -46,7 +48,7 @@ def main() -> int:
         if done.returncode != 0:
             print(f"the lane failed (exit {done.returncode})", file=sys.stderr)
             return done.returncode
-    path = HOME / "timings.json"
+    path = TIMINGS
     if not path.is_file():
         print(f"no timings in {path}: run `bash scripts/vllm-cpu.sh` and the lane (`--run`) first", file=sys.stderr)
         return 2
