@@ -19,8 +19,8 @@ from forgetting_testkit.runner import batch_of, run_json, study_at
 pytestmark = pytest.mark.slow
 
 #: another process holding a lock, as a running batch does (the package's own lock)
-HOLDER = ("import sys, time\nfrom pathlib import Path\nfrom forgetting.foundation import flock\n"
-          "flock.take(Path(sys.argv[1]), 'mini/baseline/b000')\nprint('held', flush=True)\nsys.stdin.read()\n")
+HOLDER = ("import sys, time\nfrom pathlib import Path\nfrom forgetting.foundation import locks\n"
+          "locks.take(Path(sys.argv[1]), 'mini/baseline/b000')\nprint('held', flush=True)\nsys.stdin.read()\n")
 
 
 def test_a_second_copy_of_a_running_batch_stops_naming_the_first_and_removes_nothing(tmp_path):
@@ -55,7 +55,7 @@ def test_a_second_copy_of_a_running_batch_stops_naming_the_first_and_removes_not
 def test_a_lock_file_that_is_a_link_or_no_plain_file_is_one_line_and_nothing_is_written_through_it(tmp_path, kind):
     import os
 
-    from forgetting.foundation import flock
+    from forgetting.foundation import locks
     from forgetting.foundation.errors import UserError
 
     target = tmp_path / "precious.txt"
@@ -67,21 +67,21 @@ def test_a_lock_file_that_is_a_link_or_no_plain_file_is_one_line_and_nothing_is_
     else:
         os.mkfifo(lock)
     with pytest.raises(UserError) as error:
-        flock.take(lock, "mini/baseline/b000")
+        locks.take(lock, "mini/baseline/b000")
     assert str(error.value).startswith(f"{lock}: ") and "remove it" in str(error.value)
     assert "\n" not in str(error.value)
     assert target.read_text() == "keep me\n"
 
 
-def test_a_file_system_without_flock_says_so_in_the_batch_log_and_the_batch_goes_on(tmp_path, monkeypatch):
+def test_a_file_system_without_locks_says_so_in_the_batch_log_and_the_batch_goes_on(tmp_path, monkeypatch):
     import errno
 
-    from forgetting.foundation import flock
+    from forgetting.foundation import locks
 
-    def no_flock(path, note=""):
+    def no_lock(path, note=""):
         raise OSError(errno.ENOLCK, "No locks available")
 
-    monkeypatch.setattr(flock, "take", no_flock)
+    monkeypatch.setattr(locks, "take", no_lock)
     study = study_at(tmp_path, repeats={"baseline": 1, "deletion": 1})
     batch = batch_of(study, "mini", "baseline")
     document = run_batch(study, batch, log=tmp_path / "batch.log", echo=False)

@@ -8,8 +8,9 @@ lets two of them overwrite each other's runs and tables. And it is weak while bo
 first process to finish removes the whole lock directory, the other's entries too.
 
 So the Snakefile's main process (not a dry run) also holds, for its whole life, an exclusive
-``flock`` on a file of its own for the study's results directory (``.snakemake/studies/KEY.lock``
-in the working directory; the kernel releases it when the process ends, however it ends):
+lock (:mod:`forgetting.foundation.locks`) on a file of its own for the study's results directory
+(``.snakemake/studies/KEY.lock`` in the working directory; the kernel releases it when the
+process ends, however it ends):
 
 * held by another live process: one line naming that process, before any job, status 2;
 * taken: no other Snakemake of this study is alive, so any Snakemake lock file that names a
@@ -24,7 +25,7 @@ import os
 import re
 from pathlib import Path
 
-from forgetting.foundation import flock
+from forgetting.foundation import locks
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.seeds import text_hex
 
@@ -56,8 +57,8 @@ def hold_study_lock(results: str | os.PathLike[str], workdir: str | os.PathLike[
     if path in _held:
         return []
     try:
-        fd = flock.take(path, str(results.resolve()))
-    except flock.Held as held:
+        fd = locks.take(path, str(results.resolve()))
+    except locks.Held as held:
         pid, since = held.holder.pid, held.holder.since
         raise StudyBusy(
             f"{results}: another Snakemake is running this study (pid {pid}, since {since}); two at once would "

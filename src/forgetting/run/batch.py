@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from forgetting.agents import action_syntax, prepare_environment
-from forgetting.foundation import flock
+from forgetting.foundation import locks
 from forgetting.foundation.atomic import write_json
 from forgetting.foundation.errors import UserError
 from forgetting.foundation.faults import checkpoint
@@ -78,14 +78,15 @@ BATCH_LOCK = ".batch.lock"
 
 @contextlib.contextmanager
 def batch_lock(directory: Path, key: str, say: StageLog) -> Iterator[None]:
-    """Hold the lock of the batch whose directory is ``directory`` for the ``with`` block (its
-    forked runs share it; the kernel frees it however the batch ends). Held by a live process:
-    :class:`BatchBusy`, naming it. A file system that takes no ``flock``: one line in the
-    batch's log, and the batch goes on unguarded."""
+    """Hold the lock of the batch whose directory is ``directory`` for the ``with`` block (the
+    batch process's own, :mod:`forgetting.foundation.locks`: its forked runs do not hold it, and
+    the kernel frees it however the batch ends). Held by a live process: :class:`BatchBusy`,
+    naming it. A file system that takes no lock: one line in the batch's log, and the batch
+    goes on unguarded."""
     fd: int | None = None
     try:
-        fd = flock.take(directory / BATCH_LOCK, key)
-    except flock.Held as held:
+        fd = locks.take(directory / BATCH_LOCK, key)
+    except locks.Held as held:
         h = held.holder
         raise BatchBusy(
             f"{key}: this batch is running already (pid {h.pid} on {h.host}, since {h.since}); a second copy would "

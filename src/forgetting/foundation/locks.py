@@ -1,7 +1,9 @@
-"""Exclusive locks that name their holder: an ``flock`` on a file of its own, with the holder's
-process id, host and start time written into it. The kernel releases the lock when the holder's
-last descriptor closes, however the process ends, so a lock never outlives a killed holder
-(the file stays and is simply taken again)."""
+"""Exclusive locks that name their holder: a POSIX record lock (``fcntl``'s ``F_SETLK``, through
+``lockf``) on a file of its own, with the holder's process id, host and start time written into
+it. The lock is the process's own: the kernel releases it when that process ends, however it
+ends, and a child it forks does not hold it (an ``flock`` would be shared with every forked run
+of a batch, and outlive a killed batch while they die). So a lock never outlives a killed
+holder; the file stays and is simply taken again. NFS carries these locks between nodes."""
 
 from __future__ import annotations
 
@@ -36,10 +38,11 @@ class Held(Exception):
 
 def take(path: Path, note: str = "") -> int:
     """Take the exclusive lock of ``path`` (made, with its folder, if missing) without waiting;
-    return its descriptor (the lock is held until it is closed; a forked child shares it).
-    :class:`Held` when a live process holds it; a :class:`UserError` when ``path`` is a link or
-    no plain file; another :class:`OSError` when the file system takes no ``flock`` (the caller
-    decides what that means)."""
+    return its descriptor (this process holds the lock until it closes it or ends; take each
+    path once a process: closing any descriptor of the file releases it). :class:`Held` when
+    another live process holds it; a :class:`UserError` when ``path`` is a link or no plain
+    file; another :class:`OSError` when the file system takes no lock (the caller decides what
+    that means)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
@@ -53,13 +56,12 @@ def take(path: Path, note: str = "") -> int:
         os.close(fd)
         raise UserError(f"{path}: not a plain file where a lock file belongs; remove it and run this again")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
         words = os.pread(fd, 4096, 0).decode("utf-8", "replace").split()
         os.close(fd)
-        raise Held(_holder(words)) from None
-    except OSError:
-        os.close(fd)
+        if exc.errno in (errno.EACCES, errno.EAGAIN):  # POSIX allows either for a lock held elsewhere
+            raise Held(_holder(words)) from None
         raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()} {int(time.time())} {socket.gethostname()} {note}\n".encode(), 0)
